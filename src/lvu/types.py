@@ -1,0 +1,223 @@
+"""The nouns of lvu: what flows through the pipeline, typed and serialisable.
+
+Benchmark --load--> Sample --plan--> InputPlan --media--> frames + cues --prompt--> Prompt
+  --generate--> Response --extract--> Prediction --score--> Score --aggregate--> report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class VideoRef(BaseModel):
+    """Where a sample's video lives."""
+
+    path: str
+    """Path to the video file (absolute, or relative to the benchmark file's directory)."""
+    duration: float | None = None
+    """Duration in seconds when the release files give it; otherwise read from the file."""
+
+
+class SubtitleRef(BaseModel):
+    """A subtitle track attached to a sample."""
+
+    path: str
+    """Path to an SRT, WebVTT or LongVideoBench JSON subtitle file."""
+    offset: float = 0.0
+    """Seconds to subtract from cue times (LongVideoBench's starting_timestamp_for_subtitles)."""
+
+
+class Sample(BaseModel):
+    """One question of a benchmark."""
+
+    id: str
+    """Unique within its benchmark."""
+    benchmark: str
+    """Name of the benchmark the sample belongs to."""
+    video: VideoRef
+    """The video the question is about."""
+    question: str
+    """Question text, without the options."""
+    options: list[str] = Field(default_factory=list)
+    """Option texts without letters; empty for open-ended questions."""
+    answer: int | str | None = None
+    """Index into `options` for multiple choice, reference text for open-ended, None if hidden."""
+    labels: dict[str, str | list[str]] = Field(default_factory=dict)
+    """Breakdown keys: category, task type, duration group, level... (lists for multi-label)."""
+    subtitles: SubtitleRef | None = None
+    """Subtitle track, when the benchmark provides one."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Benchmark-specific fields (referred positions, time_reference, scoring points...)."""
+
+
+# ---- prompt parts ---------------------------------------------------------------------------
+
+
+class Text(BaseModel):
+    """A run of text in the prompt."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class Frame(BaseModel):
+    """One video frame, with the time it is shown in the video."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    kind: Literal["frame"] = "frame"
+    image: Any = Field(default=None, exclude=True, repr=False)
+    """RGB uint8 array of shape (H, W, 3); not serialised."""
+    timestamp: float
+    """Presentation time of the frame in seconds."""
+
+
+class Subtitle(BaseModel):
+    """One subtitle cue placed in the prompt."""
+
+    kind: Literal["subtitle"] = "subtitle"
+    text: str
+    start: float
+    """Cue start in seconds (video time)."""
+    end: float
+    """Cue end in seconds (video time)."""
+
+
+Part = Annotated[Union[Text, Frame, Subtitle], Field(discriminator="kind")]
+
+
+class Prompt(BaseModel):
+    """What a model is asked: ordered parts (the order *is* the interleaving) plus settings."""
+
+    parts: list[Part]
+    """Text, frames and subtitle cues in the order the model must see them."""
+    system: str | None = None
+    """System prompt, when the protocol defines one."""
+    assistant_prefix: str | None = None
+    """Text the assistant turn starts with (e.g. MLVU's 'Best option: (')."""
+    choices: list[str] = Field(default_factory=list)
+    """Option texts, for backends that score options directly (log-probs, heuristic baselines)."""
+    question: str | None = None
+    """The bare question, for backends that need it apart from the formatted text."""
+    max_tokens: int = 64
+    temperature: float = 0.0
+
+    @property
+    def frames(self) -> list[Frame]:
+        return [p for p in self.parts if isinstance(p, Frame)]
+
+    @property
+    def subtitles(self) -> list[Subtitle]:
+        return [p for p in self.parts if isinstance(p, Subtitle)]
+
+    @property
+    def text(self) -> str:
+        """All text and subtitle parts joined, frames shown as <frame t=..>."""
+        out = []
+        for p in self.parts:
+            if isinstance(p, Frame):
+                out.append(f"<frame t={p.timestamp:.2f}>")
+            else:
+                out.append(p.text)
+        return "\n".join(out)
+
+    def summary(self) -> dict[str, Any]:
+        """A compact, serialisable description stored with every sample (no pixels)."""
+        return {
+            "system": self.system,
+            "assistant_prefix": self.assistant_prefix,
+            "n_frames": len(self.frames),
+            "n_subtitles": len(self.subtitles),
+            "order": "".join(p.kind[0].upper() for p in self.parts),
+            "text": self.text,
+        }
+
+
+class Response(BaseModel):
+    """What a model returned for one prompt."""
+
+    text: str = ""
+    logprobs: list[dict[str, float]] | None = None
+    """Per generated token, top alternatives -> log-probability (when asked for and available)."""
+    usage: dict[str, int] = Field(default_factory=dict)
+    latency: float = 0.0
+    """Seconds spent in the backend call."""
+    error: str | None = None
+
+
+class Prediction(BaseModel):
+    """The answer extracted from a response."""
+
+    value: int | str | None
+    """Option index for multiple choice, text for open-ended; None when nothing could be extracted."""
+    method: str = "rule"
+    """How it was extracted ('rule', 'llm-judge', ...)."""
+
+
+class Score(BaseModel):
+    """How a prediction was judged."""
+
+    value: float
+    """1.0/0.0 for multiple choice; a graded value for judged answers."""
+    correct: bool | None = None
+    explanation: str | None = None
+    """Why: the judge's raw output or the rule that applied."""
+    counted: bool = True
+    """False when the official scorer leaves this sample out of the denominator."""
+
+
+class InputPlan(BaseModel):
+    """What media a sample's prompt needs: which frame times and which subtitle mode."""
+
+    timestamps: list[float]
+    """Frame times in seconds, ascending."""
+    subtitle_mode: Literal["none", "interleave", "covering", "all"] = "none"
+    resize: int | None = None
+    """Shorter side in pixels, None to keep the original size."""
+
+
+class RunSpec(BaseModel):
+    """Everything that determines a run's results. Its hash is the run id."""
+
+    benchmark: str
+    model: str
+    model_args: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Benchmark input settings: frames, subtitles, resize, compat, data path..."""
+
+    @property
+    def run_id(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+class SampleResult(BaseModel):
+    """One sample's complete record, as stored."""
+
+    sample_id: str
+    labels: dict[str, str | list[str]] = Field(default_factory=dict)
+    answer: int | str | None = None
+    prompt: dict[str, Any] = Field(default_factory=dict)
+    frame_timestamps: list[float] = Field(default_factory=list)
+    response: str | None = None
+    prediction: int | str | None = None
+    score: float | None = None
+    correct: bool | None = None
+    counted: bool = True
+    explanation: str | None = None
+    error: str | None = None
+    latency: float = 0.0
+
+
+def as_rgb(image: Any) -> np.ndarray:
+    """Normalise an image-like (PIL or array) to a contiguous RGB uint8 array."""
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = np.stack([arr] * 3, axis=-1)
+    return np.ascontiguousarray(arr[..., :3], dtype=np.uint8)
