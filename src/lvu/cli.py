@@ -1,0 +1,209 @@
+"""The `lvu` command line. Thin: parses arguments, calls the library, prints."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lvu.errors import LvuError
+
+app = typer.Typer(
+    help="lvu: run, score and analyse long-video understanding benchmarks under their official protocols.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+console = Console()
+err_console = Console(stderr=True)
+
+ResultsDir = Annotated[
+    Optional[Path],
+    typer.Option("--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results)."),
+]
+
+
+def parse_kv(items: list[str], what: str) -> dict[str, object]:
+    """`k=v` pairs; values parsed as JSON when they look like it (numbers, true/false, lists)."""
+    out: dict[str, object] = {}
+    for item in items:
+        if "=" not in item:
+            raise LvuError(f"{what} {item!r} is not KEY=VALUE — e.g. {what} temperature=0")
+        key, value = item.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def print_tables(tables, title: str) -> None:
+    for t in tables:
+        table = Table(title=f"{title} — {t.title}" if t.title != "overall" else title, title_justify="left")
+        table.add_column(t.title if t.title != "overall" else "")
+        table.add_column("n", justify="right")
+        table.add_column("score %", justify="right")
+        for name, n, score in t.rows:
+            table.add_row(name, str(n), f"{score:.1f}")
+        console.print(table)
+
+
+@app.command()
+def run(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`) — default: the built-in haystack.")] = "haystack",
+    model: Annotated[str, typer.Option("--model", "-m", help="Model backend name (`lvu list`).")] = "ocr-match",
+    frames: Annotated[Optional[int], typer.Option(help="Frames per sample (default: the benchmark's protocol).")] = None,
+    subtitles: Annotated[Optional[str], typer.Option(help="Subtitle mode: none | interleave | covering | all.")] = None,
+    resize: Annotated[Optional[int], typer.Option(help="Shorter side of frames in pixels.")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory (benchmarks that read local files).")] = None,
+    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
+    limit: Annotated[Optional[int], typer.Option(help="Only the first K samples.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Samples in flight at once.")] = 4,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Discard stored results of this exact run and start over.")] = False,
+    results_dir: ResultsDir = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
+) -> None:
+    """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
+
+    Re-running the same command resumes: samples already stored are not recomputed.
+    Exit code 0 when every sample was scored, 1 when some failed (they are recorded), 2 on bad usage.
+    """
+    from lvu.runs.engine import run as run_engine
+
+    settings = {"frames": frames, "subtitles": subtitles, "resize": resize,
+                "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
+    settings.update(parse_kv(setting, "--set"))
+    summary = run_engine(
+        benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
+        model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
+        limit=limit, concurrency=concurrency, report=not no_report,
+    )
+    print_tables(summary.tables, f"{benchmark} × {model}")
+    reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
+    console.print(f"run [bold]{summary.run_id}[/]: {summary.n_total} samples{reused}, {summary.n_failed} failed")
+    for sample_id, error in summary.errors[:10]:
+        err_console.print(f"failed: {error}", markup=False, highlight=False)
+    if len(summary.errors) > 10:
+        err_console.print(f"... and {len(summary.errors) - 10} more (lvu results show {summary.run_id})")
+    if summary.report_path:
+        console.print(f"report: {summary.report_path}")
+    raise typer.Exit(1 if summary.n_failed else 0)
+
+
+@app.command("list")
+def list_parts() -> None:
+    """List the registered benchmarks and models."""
+    from lvu.benchmarks import load_all as load_benchmarks
+    from lvu.benchmarks.base import BENCHMARKS
+    from lvu.models import load_all as load_models
+    from lvu.models.base import MODELS
+
+    load_benchmarks()
+    load_models()
+    for title, registry in (("benchmarks", BENCHMARKS), ("models", MODELS)):
+        table = Table(title=title, title_justify="left")
+        table.add_column("name")
+        table.add_column("description")
+        for name in registry.names():
+            doc = (registry.get(name).__doc__ or "").strip().splitlines()
+            table.add_row(name, doc[0] if doc else "")
+        console.print(table)
+
+
+@results_app.command("list")
+def results_list(results_dir: ResultsDir = None) -> None:
+    """List stored runs, newest first."""
+    from lvu.runs.store import Store
+
+    store = Store(results_dir)
+    table = Table(title=f"runs in {store.path}", title_justify="left")
+    for col in ("run", "benchmark", "model", "settings", "samples", "errors", "score %", "status"):
+        table.add_column(col)
+    for r in store.runs():
+        settings = ", ".join(f"{k}={v}" for k, v in r.spec.settings.items() if v is not None)
+        score = "" if r.mean_score is None else f"{100 * r.mean_score:.1f}"
+        table.add_row(r.run_id, r.benchmark, r.model, settings, str(r.n_samples), str(r.n_errors), score, r.status)
+    console.print(table)
+
+
+@results_app.command("show")
+def results_show(
+    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
+    results_dir: ResultsDir = None,
+) -> None:
+    """Show a run's spec, environment, breakdown tables and failed samples."""
+    from lvu.runs.engine import make_spec
+    from lvu.runs.store import Store
+
+    store = Store(results_dir)
+    info = store.run(run_id)
+    results = store.results(info.run_id)
+    console.print_json(json.dumps({"run_id": info.run_id, "spec": info.spec.model_dump(mode="json"), "env": info.env}))
+    _, bench, _ = make_spec(info.benchmark, info.model, settings=info.spec.settings, model_args=info.spec.model_args)
+    print_tables(bench.aggregate(results), f"{info.benchmark} × {info.model}")
+    for r in results:
+        if r.error:
+            console.print(f"failed: {r.error}", markup=False, highlight=False)
+
+
+EXPORT_FIELDS = ["run_id", "sample_id", "answer", "prediction", "score", "correct", "counted", "error",
+                 "latency", "response", "labels", "frame_timestamps"]
+
+
+@results_app.command("export")
+def results_export(
+    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (default: stdout).")] = None,
+    results_dir: ResultsDir = None,
+) -> None:
+    """Export one row per sample (run_id, sample_id, prediction, score, correct, error, ...)."""
+    from lvu.runs.store import Store
+
+    if format not in ("jsonl", "csv"):
+        raise LvuError(f"--format {format!r} is not supported — use jsonl or csv")
+    store = Store(results_dir)
+    info = store.run(run_id)
+    rows = []
+    for r in store.iter_results(info.run_id):
+        row = {"run_id": info.run_id, **r.model_dump(mode="json")}
+        rows.append({k: row.get(k) for k in EXPORT_FIELDS})
+    handle = open(out, "w", newline="", encoding="utf-8") if out else sys.stdout
+    try:
+        if format == "jsonl":
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            writer = csv.DictWriter(handle, fieldnames=EXPORT_FIELDS)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+    finally:
+        if out:
+            handle.close()
+    if out:
+        err_console.print(f"wrote {len(rows)} rows to {out}")
+
+
+def main() -> None:
+    """Entry point: user errors print as one line and exit 2, never as a traceback."""
+    try:
+        app()  # standalone mode: click prints usage errors and handles --help and exit codes
+    except LvuError as e:
+        err_console.print(f"error: {e}", markup=False, highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted — completed samples are stored; run the same command again to resume")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

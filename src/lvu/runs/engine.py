@@ -1,0 +1,245 @@
+"""The run engine: the one place that wires a benchmark, the media code and a model together.
+
+Per sample: plan -> decode frames + select cues (worker threads, prefetched ahead of the model)
+-> prompt -> generate (bounded async concurrency) -> extract -> score -> store (committed at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+import lvu
+from lvu.benchmarks import load_all as _load_benchmarks
+from lvu.benchmarks.base import BENCHMARKS, Benchmark, Breakdown
+from lvu.errors import LvuError
+from lvu.media.subtitles import load_cues, select_cues
+from lvu.media.video import VideoReader
+from lvu.models import load_all as _load_models
+from lvu.models.base import MODELS, Model
+from lvu.runs.store import Store
+from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    spec: RunSpec
+    n_total: int
+    n_done_before: int
+    n_failed: int
+    tables: list[Breakdown]
+    results_dir: Path
+    report_path: Path | None = None
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+
+def environment(model: Model) -> dict[str, Any]:
+    """What produced the numbers; stored with the run."""
+    import av
+
+    return {
+        "lvu": lvu.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "decoder": f"pyav {av.__version__}",
+        "model": model.identity,
+    }
+
+
+def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+              model_args: dict[str, Any] | None = None) -> tuple[RunSpec, Benchmark, Model]:
+    """Resolve names and settings; the spec holds the *effective* settings so the run id changes
+    whenever anything that affects results changes."""
+    _load_benchmarks()
+    _load_models()
+    bench = BENCHMARKS.get(benchmark)(**(settings or {}))
+    mdl = MODELS.get(model)(**(model_args or {}))
+    effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
+    return spec, bench, mdl
+
+
+class _MediaCache:
+    """Samples of one video usually share a frame plan: decode once, hand out the same frames.
+    Small LRU in memory; one lock per key so two workers never decode the same frames twice."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+        self.key_locks: dict[Any, threading.Lock] = {}
+
+    def get(self, key: Any, make):
+        with self.lock:
+            key_lock = self.key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self.lock:
+                if key in self.items:
+                    self.items.move_to_end(key)
+                    return self.items[key]
+            value = make()
+            with self.lock:
+                self.items[key] = value
+                while len(self.items) > self.size:
+                    old, _ = self.items.popitem(last=False)
+                    self.key_locks.pop(old, None)
+            return value
+
+
+class Engine:
+    def __init__(self, bench: Benchmark, model: Model, store: Store, *, concurrency: int = 4,
+                 decode_workers: int = 2) -> None:
+        self.bench, self.model, self.store = bench, model, store
+        self.concurrency = max(1, concurrency)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, decode_workers), thread_name_prefix="lvu-decode")
+        self.frames = _MediaCache()
+        self.cues = _MediaCache(size=64)
+
+    # ---- media (runs in worker threads) ----------------------------------------------------------
+
+    def _duration(self, sample: Sample) -> float:
+        if sample.video.duration:
+            return float(sample.video.duration)
+        from lvu.media.video import probe
+
+        return self.frames.get(("probe", sample.video.path), lambda: probe(sample.video.path)).duration
+
+    def prepare(self, sample: Sample) -> tuple[Prompt, list[float]]:
+        plan = self.bench.plan(sample, self._duration(sample))
+        frames: list[Frame] = []
+        if plan.timestamps:
+            key = (sample.video.path, tuple(plan.timestamps), plan.resize)
+
+            def decode():
+                with VideoReader(sample.video.path) as reader:
+                    return reader.get_frames_played_at(plan.timestamps, resize=plan.resize)
+
+            batch = self.frames.get(key, decode)
+            frames = [Frame(image=img, timestamp=t) for img, t in zip(batch.data, batch.pts_seconds)]
+        cues: list[Subtitle] = []
+        if plan.subtitle_mode != "none" and sample.subtitles is not None:
+            sub = sample.subtitles
+            all_cues = self.cues.get((sub.path, sub.offset), lambda: load_cues(sub.path, offset=sub.offset))
+            cues = select_cues(all_cues, [f.timestamp for f in frames], plan.subtitle_mode)
+        return self.bench.build_prompt(sample, frames, cues), [f.timestamp for f in frames]
+
+    # ---- one sample ------------------------------------------------------------------------------
+
+    async def run_sample(self, sample: Sample) -> SampleResult:
+        result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer)
+        t0 = time.perf_counter()
+        try:
+            loop = asyncio.get_running_loop()
+            prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample)
+            result.prompt, result.frame_timestamps = prompt.summary(), times
+            response = await self.model.generate(prompt, sample_id=sample.id)
+            result.response, result.latency = response.text, response.latency
+            if response.error:
+                raise LvuError(f"model error: {response.error}")
+            prediction = self.bench.extract(sample, response)
+            score = self.bench.score(sample, prediction)
+            result.prediction = prediction.value
+            result.score, result.correct, result.counted = score.value, score.correct, score.counted
+            result.explanation = score.explanation
+        except LvuError as e:
+            result.error = str(e)
+        except Exception as e:  # one bad sample never kills a run
+            result.error = f"{sample.id}: {type(e).__name__}: {e}"
+        if not result.latency:
+            result.latency = time.perf_counter() - t0
+        return result
+
+    # ---- the run ----------------------------------------------------------------------------------
+
+    async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
+                  show_progress: bool = True) -> RunSummary:
+        samples, bad = self.bench.load()
+        ordinals = {s.id: i for i, s in enumerate(samples)}
+        if limit is not None:
+            samples = samples[:limit]
+        run_id = self.store.begin_run(spec, environment(self.model), fresh=fresh)
+        done = self.store.completed_ids(run_id)
+        errors: list[tuple[str, str]] = []
+        for i, record in enumerate(bad):
+            self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
+            errors.append((record.id, record.error))
+        todo = [s for s in samples if s.id not in done]
+        # Same-video samples next to each other, so decoded frames are reused while still cached.
+        todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))
+
+        queue: asyncio.Queue[Sample] = asyncio.Queue()
+        for s in todo:
+            queue.put_nowait(s)
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"), TextColumn("failed {task.fields[failed]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show_progress,
+        )
+        task = progress.add_task(f"{spec.benchmark} × {spec.model}", total=len(todo), rate="", failed=0)
+        started = time.perf_counter()
+        n_finished = 0
+
+        async def worker() -> None:
+            nonlocal n_finished
+            while True:
+                try:
+                    sample = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                result = await self.run_sample(sample)
+                self.store.put(run_id, result, ordinals[sample.id])
+                if result.error:
+                    errors.append((sample.id, result.error))
+                n_finished += 1
+                rate = n_finished / max(1e-9, time.perf_counter() - started)
+                progress.update(task, advance=1, rate=f"{rate:.2f}/s", failed=len(errors))
+
+        status = "done"
+        try:
+            with progress:
+                await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status = "interrupted"
+            raise
+        finally:
+            self.store.finish_run(run_id, status)
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            await self.model.close()
+
+        keep = {s.id for s in samples} | {b.id for b in bad}
+        results = [r for r in self.store.results(run_id) if r.sample_id in keep]
+        return RunSummary(
+            run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
+            n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
+            results_dir=self.store.dir, errors=errors,
+        )
+
+
+def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+        model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
+        fresh: bool = False, limit: int | None = None, concurrency: int = 4,
+        show_progress: bool = True, report: bool = True) -> RunSummary:
+    """Run (or resume) one benchmark × model and return its summary. The library entry point."""
+    spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
+    store = Store(results_dir)
+    try:
+        engine = Engine(bench, mdl, store, concurrency=concurrency)
+        summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress))
+        if report:
+            from lvu.analysis.report import write_report
+
+            info = store.run(summary.run_id)
+            summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
+        return summary
+    finally:
+        store.close()

@@ -1,0 +1,166 @@
+"""The run store: one SQLite database (WAL) per results directory.
+
+Every run is a row in `runs` (its spec and environment); every sample is a row in `samples`,
+committed the moment the sample completes, so a crash loses at most the samples in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel
+
+from lvu.errors import LvuError
+from lvu.types import RunSpec, SampleResult
+
+DB_NAME = "lvu.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id   TEXT PRIMARY KEY,
+    benchmark TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    spec     TEXT NOT NULL,
+    env      TEXT NOT NULL,
+    created  REAL NOT NULL,
+    updated  REAL NOT NULL,
+    status   TEXT NOT NULL DEFAULT 'running'
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id    TEXT NOT NULL REFERENCES runs(run_id),
+    sample_id TEXT NOT NULL,
+    ordinal   INTEGER NOT NULL,
+    record    TEXT NOT NULL,
+    score     REAL,
+    correct   INTEGER,
+    error     TEXT,
+    completed REAL NOT NULL,
+    PRIMARY KEY (run_id, sample_id)
+);
+"""
+
+
+def default_results_dir() -> Path:
+    """`$LVU_RESULTS_DIR`, else `./lvu-results` (next to where you run lvu, easy to find)."""
+    return Path(os.environ.get("LVU_RESULTS_DIR", "lvu-results"))
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    benchmark: str
+    model: str
+    spec: RunSpec
+    env: dict[str, Any]
+    created: float
+    updated: float
+    status: str
+    n_samples: int = 0
+    n_errors: int = 0
+    mean_score: float | None = None
+
+
+class Store:
+    """Open (creating if needed) the store of a results directory."""
+
+    def __init__(self, results_dir: str | Path | None = None) -> None:
+        self.dir = Path(results_dir) if results_dir is not None else default_results_dir()
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.path = self.dir / DB_NAME
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against process crashes (SIGKILL, Ctrl-C); only power loss can drop
+            # the last commits.
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except (OSError, sqlite3.DatabaseError) as e:
+            raise LvuError(f"{self.dir}: cannot open the run store ({e}) — pass a writable --results-dir") from e
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- runs ----------------------------------------------------------------------------------
+
+    def begin_run(self, spec: RunSpec, env: dict[str, Any], *, fresh: bool = False) -> str:
+        """Create the run, or reopen it for resuming. `fresh` drops its stored samples first."""
+        run_id = spec.run_id
+        now = time.time()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            if fresh:
+                self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
+                self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            self.db.execute(
+                "INSERT INTO runs (run_id, benchmark, model, spec, env, created, updated, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running')"
+                " ON CONFLICT(run_id) DO UPDATE SET env = excluded.env, updated = excluded.updated,"
+                " status = 'running'",
+                (run_id, spec.benchmark, spec.model, spec.model_dump_json(), json.dumps(env), now, now),
+            )
+        return run_id
+
+    def finish_run(self, run_id: str, status: str = "done") -> None:
+        self.db.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, time.time(), run_id))
+
+    def runs(self) -> list[RunInfo]:
+        rows = self.db.execute(
+            "SELECT r.run_id, r.benchmark, r.model, r.spec, r.env, r.created, r.updated, r.status,"
+            " COUNT(s.sample_id), SUM(s.error IS NOT NULL), AVG(s.score)"
+            " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
+            " GROUP BY r.run_id ORDER BY r.updated DESC"
+        ).fetchall()
+        return [
+            RunInfo(
+                run_id=r[0], benchmark=r[1], model=r[2], spec=RunSpec.model_validate_json(r[3]),
+                env=json.loads(r[4]), created=r[5], updated=r[6], status=r[7],
+                n_samples=r[8], n_errors=r[9] or 0, mean_score=r[10],
+            )
+            for r in rows
+        ]
+
+    def run(self, ref: str | None = None) -> RunInfo:
+        """A run by id or unique id prefix; None gives the most recently updated run."""
+        runs = self.runs()
+        if not runs:
+            raise LvuError(f"{self.path}: no runs stored yet — start one with `lvu run`")
+        if ref is None:
+            return runs[0]
+        matches = [r for r in runs if r.run_id.startswith(ref)]
+        if len(matches) != 1:
+            what = "no run" if not matches else f"{len(matches)} runs"
+            raise LvuError(f"{what} in {self.path} match {ref!r} — see `lvu results list`")
+        return matches[0]
+
+    # ---- samples -------------------------------------------------------------------------------
+
+    def completed_ids(self, run_id: str) -> set[str]:
+        """Samples that finished without error (failed ones are retried on resume)."""
+        rows = self.db.execute("SELECT sample_id FROM samples WHERE run_id = ? AND error IS NULL", (run_id,))
+        return {r[0] for r in rows}
+
+    def put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
+        """Store one sample's record; committed before this returns."""
+        self.db.execute(
+            "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(run_id, sample_id) DO UPDATE SET ordinal = excluded.ordinal,"
+            " record = excluded.record, score = excluded.score, correct = excluded.correct,"
+            " error = excluded.error, completed = excluded.completed",
+            (
+                run_id, result.sample_id, ordinal, result.model_dump_json(), result.score,
+                None if result.correct is None else int(result.correct), result.error, time.time(),
+            ),
+        )
+
+    def results(self, run_id: str) -> list[SampleResult]:
+        return list(self.iter_results(run_id))
+
+    def iter_results(self, run_id: str) -> Iterator[SampleResult]:
+        rows = self.db.execute("SELECT record FROM samples WHERE run_id = ? ORDER BY ordinal, sample_id", (run_id,))
+        for (record,) in rows:
+            yield SampleResult.model_validate_json(record)
