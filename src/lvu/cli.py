@@ -20,8 +20,8 @@ app = typer.Typer(
 )
 results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 ResultsDir = Annotated[
     Optional[Path],

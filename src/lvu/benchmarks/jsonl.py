@@ -1,0 +1,230 @@
+"""lvu's native sample format (JSONL) and the generic `jsonl` benchmark for your own data.
+
+One JSON object per line, exactly `Sample.model_dump()` (docs/jsonl-format.md has a full example):
+
+    {"id": "q1", "benchmark": "mine", "video": {"path": "videos/a.mp4", "duration": 120.0},
+     "question": "What is shown at 01:23?", "options": ["a cat", "a dog"], "answer": 1, ...}
+
+Relative video and subtitle paths are resolved against the JSONL file's directory, so a folder
+holding the file and its media can be moved as a whole. A malformed line becomes a BadRecord
+naming `file:line`; it never stops the other lines from loading.
+
+The `jsonl` benchmark's protocol (also the haystack's):
+- frames: N uniform segment centres, t_i = (i + 0.5) * duration / N (`frames`, default 32);
+- subtitles: cues selected by `subtitles` mode (default "interleave", LongVideoBench's rule) and
+  interleaved with the frames by time;
+- text: the question, options as "(A) ..." lines, then PROMPT_INSTRUCTION;
+- extraction: the first option letter in the reply (lvu.scoring.choice.extract_letter);
+- scoring: 1.0 / 0.0. Open-ended samples (no options) are scored by exact match of normalised
+  text (lower case, punctuation and the articles a/an/the removed, whitespace collapsed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
+from lvu.errors import DataError, LvuError
+from lvu.media.subtitles import MODES, interleave
+from lvu.scoring.choice import extract_letter, format_options
+from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text
+
+PROMPT_INSTRUCTION = "Answer with the option's letter from the given choices directly."
+OPEN_INSTRUCTION = "Answer the question briefly."
+FORMAT_DOC = "see docs/jsonl-format.md"
+
+
+# ---- reading and writing ----------------------------------------------------------------------
+
+
+def read_samples(path: str | Path, *, video_dir: str | Path | None = None) -> tuple[list[Sample], list[BadRecord]]:
+    """Samples of a JSONL file, with relative media paths made absolute.
+
+    Relative video paths resolve against `video_dir` when given, else the file's directory;
+    relative subtitle paths against the file's directory. Blank lines are skipped. Each bad line
+    (not JSON, missing or ill-typed fields, answer out of range, repeated id) becomes a
+    BadRecord(id="file:line"). A missing or unreadable file raises DataError.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found — pass the path of a .jsonl sample file ({FORMAT_DOC})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read ({e}) — it must be a UTF-8 text file, one JSON object per line") from None
+    base = path.parent
+    media_base = Path(video_dir) if video_dir is not None else base
+    samples: list[Sample] = []
+    bad: list[BadRecord] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            sample = _parse_line(line, default_benchmark=path.stem)
+            if sample.id in seen:
+                raise _LineError(f"id {sample.id!r} repeats line {seen[sample.id]} — give every sample a unique id")
+        except _LineError as e:
+            bad.append(BadRecord(id=where, error=f"{where}: {e}"))
+            continue
+        seen[sample.id] = lineno
+        sample.video.path = _resolve(sample.video.path, media_base)
+        if sample.subtitles is not None:
+            sample.subtitles.path = _resolve(sample.subtitles.path, base)
+        samples.append(sample)
+    return samples, bad
+
+
+class _LineError(Exception):
+    """'<what> — <fix>' for one line."""
+
+
+def _parse_line(line: str, *, default_benchmark: str) -> Sample:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise _LineError(f"not valid JSON ({e.msg} at column {e.colno}) — each line must be one JSON object") from None
+    if not isinstance(record, dict):
+        raise _LineError(f"a JSON {type(record).__name__}, not an object — each line must be one sample object ({FORMAT_DOC})")
+    record.setdefault("benchmark", default_benchmark)
+    if isinstance(record.get("video"), str):  # shorthand: "video": "path.mp4"
+        record["video"] = {"path": record["video"]}
+    if isinstance(record.get("subtitles"), str):
+        record["subtitles"] = {"path": record["subtitles"]}
+    try:
+        sample = Sample.model_validate(record)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "record"
+        more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise _LineError(f"{field}: {err['msg'].lower()}{more} — fix the field ({FORMAT_DOC})") from None
+    if sample.options:
+        if sample.answer is not None and (not isinstance(sample.answer, int) or not 0 <= sample.answer < len(sample.options)):
+            raise _LineError(
+                f"answer {sample.answer!r} is not an index into {len(sample.options)} options — "
+                f"use the 0-based index of the correct option (0..{len(sample.options) - 1}) or null"
+            )
+    return sample
+
+
+def _resolve(p: str, base: Path) -> str:
+    path = Path(p).expanduser()
+    return str(path if path.is_absolute() else (base / path).resolve())
+
+
+def write_samples(path: str | Path, samples: list[Sample]) -> Path:
+    """Write samples as JSONL (atomically: a reader never sees half a file).
+
+    Absolute media paths inside the file's directory are written relative to it (so the folder
+    can move); other paths are written as given.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = path.parent.resolve()
+    lines = []
+    for s in samples:
+        record = s.model_dump(mode="json")
+        record["video"]["path"] = _relative(record["video"]["path"], base)
+        if record.get("subtitles"):
+            record["subtitles"]["path"] = _relative(record["subtitles"]["path"], base)
+        lines.append(json.dumps(record, ensure_ascii=False))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{time.monotonic_ns()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _relative(p: str, base: Path) -> str:
+    path = Path(p)
+    if path.is_absolute() and path.is_relative_to(base):
+        return path.relative_to(base).as_posix()
+    return p
+
+
+# ---- the generic benchmark --------------------------------------------------------------------
+
+
+def uniform_times(duration: float, n: int) -> list[float]:
+    """Centres of n equal segments: t_i = (i + 0.5) * duration / n."""
+    return [(i + 0.5) * duration / n for i in range(n)] if n > 0 and duration > 0 else []
+
+
+def normalize_answer(text: str) -> str:
+    """Lower case, punctuation and articles removed, whitespace collapsed (open-ended matching)."""
+    text = re.sub(r"[^\w\s]", " ", text.lower())
+    return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
+
+
+@register_benchmark("jsonl")
+class JsonlBenchmark(Benchmark):
+    """Your own data in lvu's JSONL format (`--data FILE.jsonl`), run under a plain protocol."""
+
+    defaults = {"frames": 32, "subtitles": "interleave", "resize": None}
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        frames = self.settings["frames"]
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
+            raise LvuError(f"frames={frames!r} is not a frame count — use a whole number such as 32")
+        if self.settings["subtitles"] not in MODES:
+            raise LvuError(f"subtitles={self.settings['subtitles']!r} is unknown — use one of {', '.join(MODES)}")
+
+    def data_path(self) -> Path:
+        data = self.settings.get("data")
+        if not data:
+            raise LvuError(f"benchmark {self.name!r} needs its sample file: --data FILE.jsonl ({FORMAT_DOC})")
+        return Path(data)
+
+    def load(self) -> tuple[list[Sample], list[BadRecord]]:
+        return read_samples(self.data_path(), video_dir=self.settings.get("video_dir"))
+
+    def plan(self, sample: Sample, duration: float) -> InputPlan:
+        return InputPlan(
+            timestamps=uniform_times(duration, self.settings["frames"]),
+            subtitle_mode=self.settings["subtitles"] if sample.subtitles is not None else "none",
+            resize=self.settings["resize"],
+        )
+
+    def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
+        lines = [sample.question]
+        if sample.options:
+            lines += format_options(sample.options)
+            lines.append(PROMPT_INSTRUCTION)
+        else:
+            lines.append(OPEN_INSTRUCTION)
+        return Prompt(
+            parts=[*interleave(frames, cues), Text(text="\n".join(lines))],
+            choices=list(sample.options),
+            question=sample.question,
+        )
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        if sample.options:
+            return Prediction(value=extract_letter(response.text, len(sample.options)))
+        return Prediction(value=response.text.strip())
+
+    def score(self, sample: Sample, prediction: Prediction) -> Score:
+        if sample.answer is None:
+            return Score(value=0.0, counted=False, explanation="no answer in the data: left out")
+        if sample.options:
+            answer = LETTERS[sample.answer]  # type: ignore[index]
+            if prediction.value is None:
+                return Score(value=0.0, correct=False, explanation=f"no option letter in the reply; answer {answer}")
+            got = LETTERS[prediction.value]  # type: ignore[index]
+            ok = prediction.value == sample.answer
+            return Score(value=float(ok), correct=ok, explanation=f"predicted {got}, answer {answer}")
+        ok = normalize_answer(str(prediction.value or "")) == normalize_answer(str(sample.answer))
+        return Score(value=float(ok), correct=ok, explanation="normalised exact match" + ("" if ok else " failed"))

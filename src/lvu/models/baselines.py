@@ -1,0 +1,32 @@
+"""Baselines that need no model: what a score must beat."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from lvu.errors import LvuError
+from lvu.models.base import Model, register_model
+from lvu.types import LETTERS, Prompt, Response
+
+
+@register_model("random")
+class RandomChoice(Model):
+    """Picks a letter uniformly among the prompt's options, from a hash of (seed, sample id):
+    the same sample always gets the same letter, and a different `seed` (default 0) draws anew.
+    Its accuracy is chance level (1/number of options on average)."""
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        unknown = set(args) - {"seed"}
+        if unknown:
+            raise LvuError(f"random has no argument(s) {', '.join(sorted(unknown))}; known: seed")
+        self.seed = int(args.get("seed", 0))
+
+    async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
+        n = len(prompt.choices)
+        if not n:
+            return Response(error="the random baseline answers multiple-choice prompts only (no options given)")
+        key = sample_id or prompt.text
+        digest = hashlib.blake2b(f"{self.seed}\x00{key}".encode(), digest_size=8).digest()
+        return Response(text=LETTERS[int.from_bytes(digest, "big") % n])
