@@ -10,7 +10,8 @@ from PIL import Image
 
 import lvu.media.video as video_mod
 from lvu.errors import LvuError, VideoError
-from lvu.media.cache import FrameCache, extract_frames, video_fingerprint, warm
+from lvu.media.cache import FrameCache, video_fingerprint
+from lvu.media.extract import extract_frames, warm
 from lvu.media.testing import make_video, read_index
 from lvu.media.video import VideoReader
 

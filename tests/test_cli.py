@@ -93,3 +93,27 @@ def test_bad_inputs_fail_their_sample_only(mixed_data, tmp_path):
     assert "jsonl" in listed.stdout and "random" in listed.stdout
     shown = lvu("results", "show", "--results-dir", str(res))
     assert shown.returncode == 0 and "nowhere.mp4" in shown.stdout
+
+
+def test_frames_and_cache_commands(tmp_path):
+    make_video(tmp_path / "v.mp4", seconds=6, fps=10, gop=30)
+    env = {"LVU_CACHE_DIR": str(tmp_path / "cache")}
+    out = lvu("frames", str(tmp_path / "v.mp4"), "--plan", "uniform:4", "--out", str(tmp_path / "f"), env_extra=env)
+    assert out.returncode == 0, out.stderr
+    index = json.loads((tmp_path / "f" / "frames.json").read_text())
+    assert [round(f["pts"], 2) for f in index["frames"]] == [0.7, 2.2, 3.7, 5.2]  # frame shown at (i+.5)*6/4
+    assert len(list((tmp_path / "f").glob("frame_*.jpg"))) == 4
+    bad = lvu("frames", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "g"), env_extra=env)
+    assert bad.returncode == 2 and "missing.mp4" in bad.stderr
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(Sample(id="a", benchmark="jsonl", video=VideoRef(path="v.mp4"), question="q?",
+                           options=["x", "y"], answer=0).model_dump_json() + "\n")
+    warm = lvu("cache", "warm", "-b", "jsonl", "--data", str(data), "--frames", "3", env_extra=env)
+    assert warm.returncode == 0, warm.stderr
+    assert "1 videos, 3 frames" in warm.stdout
+    info = lvu("cache", "info", env_extra=env)
+    assert "1 entries" in info.stdout
+    pruned = lvu("cache", "prune", "--all", env_extra=env)
+    assert "removed 1 entries" in pruned.stdout
+    assert "0 entries" in lvu("cache", "info", env_extra=env).stdout

@@ -20,6 +20,8 @@ app = typer.Typer(
 )
 results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
+cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -70,6 +72,7 @@ def run(
     fresh: Annotated[bool, typer.Option("--fresh", help="Discard stored results of this exact run and start over.")] = False,
     results_dir: ResultsDir = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Decode every time instead of using the shared frame cache.")] = False,
 ) -> None:
     """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
 
@@ -84,7 +87,7 @@ def run(
     summary = run_engine(
         benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
         model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
-        limit=limit, concurrency=concurrency, report=not no_report,
+        limit=limit, concurrency=concurrency, report=not no_report, frame_cache=not no_cache,
     )
     print_tables(summary.tables, f"{benchmark} × {model}")
     reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
@@ -191,6 +194,123 @@ def results_export(
             handle.close()
     if out:
         err_console.print(f"wrote {len(rows)} rows to {out}")
+
+
+@app.command()
+def frames(
+    video: Annotated[Path, typer.Argument(help="Video file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    plan: Annotated[str, typer.Option(help="Sampling plan: uniform:N, fps:F[:max=M], lvb:N, lmms:N, vlmevalkit:N, center, first, all1fps.")] = "uniform:32",
+    approximate: Annotated[bool, typer.Option("--approximate", help="Nearest keyframe at or before each time (fast, inexact).")] = False,
+    resize: Annotated[Optional[int], typer.Option(help="Shorter side in pixels (never upscales).")] = None,
+    format: Annotated[str, typer.Option("--format", help="jpg or png.")] = "jpg",
+) -> None:
+    """Write the frames a plan samples from VIDEO, plus frames.json (index, pts seconds, frame number)."""
+    from lvu.media.extract import extract_frames
+
+    index = extract_frames(video, plan, out, approximate=approximate, resize=resize, fmt=format)
+    n = len(json.loads(index.read_text())["frames"])
+    console.print(f"wrote {n} frames and {index}")
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def _parse_size(text: str) -> int:
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    t = text.strip().lower().rstrip("b")
+    try:
+        return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except ValueError:
+        raise LvuError(f"size {text!r} is not understood — use e.g. 500M or 5G") from None
+
+
+def _parse_age(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+    except (ValueError, IndexError):
+        raise LvuError(f"age {text!r} is not understood — use e.g. 12h or 7d") from None
+
+
+CacheDir = Annotated[Optional[Path], typer.Option("--cache-dir", help="Frame cache root (default: $LVU_CACHE_DIR/frames or the user cache dir).")]
+
+
+@cache_app.command("info")
+def cache_info(cache_dir: CacheDir = None) -> None:
+    """Where the frame cache is, how many entries it holds and how big it is."""
+    from lvu.media.cache import FrameCache
+
+    info = FrameCache(cache_dir).info()
+    console.print(f"{info.root}: {info.entries} entries, {_human(info.bytes)} of {_human(info.max_bytes)}")
+
+
+@cache_app.command("prune")
+def cache_prune(
+    max_size: Annotated[Optional[str], typer.Option(help="Evict least-recently-used entries down to this size (e.g. 5G).")] = None,
+    older_than: Annotated[Optional[str], typer.Option(help="Remove entries not used for this long (e.g. 7d, 12h).")] = None,
+    all: Annotated[bool, typer.Option("--all", help="Empty the cache.")] = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Remove cache entries, least recently used first."""
+    from lvu.media.cache import FrameCache
+
+    limit = 0 if all else (_parse_size(max_size) if max_size else None)
+    removed, freed = FrameCache(cache_dir).prune(max_bytes=limit, older_than=_parse_age(older_than) if older_than else None)
+    console.print(f"removed {removed} entries, freed {_human(freed)}")
+
+
+@cache_app.command("warm")
+def cache_warm(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark whose videos to pre-extract.")] = "haystack",
+    frames: Annotated[Optional[int], typer.Option(help="Frames per sample (default: the benchmark's protocol).")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
+    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
+    workers: Annotated[int, typer.Option(help="Decoding processes.")] = 2,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Decode every frame a benchmark run will need into the cache, in parallel (runs then hit the cache)."""
+    from lvu.media.cache import FrameCache
+    from lvu.media.extract import warm
+    from lvu.media.video import probe
+    from lvu.runs.engine import make_spec
+
+    settings = {"frames": frames, "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
+    settings.update(parse_kv(setting, "--set"))
+    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
+    samples, _ = bench.load()
+    by_resize: dict[object, list] = {}
+    errors: list[str] = []
+    durations: dict[str, float] = {}
+    for s in samples:
+        try:
+            if s.video.path not in durations:
+                durations[s.video.path] = s.video.duration or probe(s.video.path).duration
+            plan = bench.plan(s, durations[s.video.path])
+        except LvuError as e:
+            errors.append(str(e))
+            continue
+        if plan.timestamps:
+            by_resize.setdefault(plan.resize, []).append((s.video.path, plan.timestamps))
+    cache = FrameCache(cache_dir)
+    total = {"videos": 0, "frames": 0, "seconds": 0.0}
+    for resize, items in by_resize.items():
+        summary = warm(items, workers=workers, resize=resize, cache=cache)
+        total["videos"] += summary.videos
+        total["frames"] += summary.frames
+        total["seconds"] += summary.seconds
+        errors.extend(summary.errors)
+    for e in dict.fromkeys(errors):
+        err_console.print(f"failed: {e}", markup=False, highlight=False)
+    console.print(f"{total['videos']} videos, {total['frames']} frames in {total['seconds']:.1f} s, "
+                  f"{len(set(errors))} errors → {cache.root}")
+    raise typer.Exit(1 if errors else 0)
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ holding the file and its media can be moved as a whole. A malformed line becomes
 naming `file:line`; it never stops the other lines from loading.
 
 The `jsonl` benchmark's protocol (also the haystack's):
-- frames: N uniform segment centres, t_i = (i + 0.5) * duration / N (`frames`, default 32);
+- frames: N uniform segment centres, t_i = (i + 0.5) * duration / N (`frames`, default 32;
+  lvu.media.sampling's `uniform:N`);
 - subtitles: cues selected by `subtitles` mode (default "interleave", LongVideoBench's rule) and
   interleaved with the frames by time;
 - text: the question, options as "(A) ..." lines, then PROMPT_INSTRUCTION;
@@ -32,6 +33,7 @@ from pydantic import ValidationError
 
 from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
 from lvu.errors import DataError, LvuError
+from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring.choice import extract_letter, format_options
 from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text
@@ -157,11 +159,6 @@ def _relative(p: str, base: Path) -> str:
 # ---- the generic benchmark --------------------------------------------------------------------
 
 
-def uniform_times(duration: float, n: int) -> list[float]:
-    """Centres of n equal segments: t_i = (i + 0.5) * duration / n."""
-    return [(i + 0.5) * duration / n for i in range(n)] if n > 0 and duration > 0 else []
-
-
 def normalize_answer(text: str) -> str:
     """Lower case, punctuation and articles removed, whitespace collapsed (open-ended matching)."""
     text = re.sub(r"[^\w\s]", " ", text.lower())
@@ -193,7 +190,7 @@ class JsonlBenchmark(Benchmark):
 
     def plan(self, sample: Sample, duration: float) -> InputPlan:
         return InputPlan(
-            timestamps=uniform_times(duration, self.settings["frames"]),
+            timestamps=Uniform(n=n).timestamps(duration, 0.0) if (n := self.settings["frames"]) else [],
             subtitle_mode=self.settings["subtitles"] if sample.subtitles is not None else "none",
             resize=self.settings["resize"],
         )

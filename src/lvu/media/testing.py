@@ -106,7 +106,7 @@ def make_video(
     `rotation` = clockwise degrees a player must rotate the picture (display-matrix metadata).
     """
     path = Path(path).with_suffix("." + container)
-    fmt = {"mkv": "matroska"}.get(container, container)
+    fmt = {"mkv": "matroska", "ts": "mpegts"}.get(container, container)
     rate = Fraction(fps).limit_denominator(1001)
     ticks = 1000 if vfr else None  # VFR: millisecond time base, pts set explicitly
     with av.open(str(path), "w", format=fmt) as out:

@@ -406,13 +406,16 @@ class VideoReader:
         if self.approximate:
             cc.skip_frame = "NONKEY"
 
-    def _seek_to(self, ki: int) -> None:
-        try:
+    def _seek_to(self, ki: int, hard: bool = False) -> None:
+        """Seek to keyframe `ki`. The first keyframe means "the start": seek to 0 or, for streams
+        that can't seek there (raw streams, or `hard` after a seek overshot), reopen the file."""
+        if ki == 0:
+            if hard:
+                self._container.close()
+                self._container, self._stream = _open(self.path)
+            self._rewind()
+        else:
             self._container.seek(self._index.keys[ki], stream=self._stream, backward=True)
-        except av.FFmpegError:
-            if ki:
-                raise
-            self._rewind()  # unseekable raw stream: reopen at the start
 
     def _decode(self, targets: list[int], rs: Resize | None) -> dict[int, tuple[np.ndarray, int]]:
         """Sweep forward over sorted target pts: target -> (array, pts of the frame shown)."""
@@ -431,7 +434,7 @@ class VideoReader:
         return out
 
     def _seek(self, ki: int, reseeks: int = 0) -> _Cursor:
-        self._seek_to(ki)
+        self._seek_to(ki, hard=reseeks > 0)
         landed: list = []
         frames = _decoded(self._container, self._stream, self.path, landed, self._count)
         self._cursor = _Cursor(frames, ki, self._index.keys[ki] - 1, landed, reseeks=reseeks)
@@ -446,9 +449,11 @@ class VideoReader:
                 frame = next(cur.frames, None)
                 item = None if frame is None else (frame, self._frame_pts(frame, cur))
             if item is None or item[1] > t:
-                if cur.prev is None and cur.key_i > 0 and cur.reseeks < _MAX_RESEEKS:
-                    cur = self._seek(cur.key_i - 1, cur.reseeks + 1)  # landed past the target (demuxers
-                    continue  # seek on dts): step back a GOP
+                if cur.prev is None and cur.reseeks < _MAX_RESEEKS and (cur.key_i or not cur.reseeks):
+                    # The seek landed past the target (demuxers seek on dts, MPEG-TS by bisection):
+                    # step back a GOP; from the first GOP, reopen the file.
+                    cur = self._seek(max(0, cur.key_i - 1), cur.reseeks + 1)
+                    continue
                 if cur.prev is None and item is None:
                     raise VideoError(f"{self.path}: no frame could be decoded — the file is corrupt or truncated")
                 if cur.prev is None:  # the target precedes every decodable frame
@@ -477,19 +482,23 @@ class VideoReader:
         """One seek per keyframe, then drain the decoder right after the keyframe's packet: its
         reorder delay would otherwise hold the picture back until the next keyframe arrives."""
         out: dict[int, tuple[np.ndarray, int]] = {}
-        all_keys, cc = self._index.keys, self._stream.codec_context
+        all_keys = self._index.keys
         self._cursor = None
         for k in keys:
-            self._seek_to(bisect_right(all_keys, k) - 1)  # keyframe pts >= its dts: never lands past it
-            got = None
-            try:
-                for packet in self._container.demux(self._stream):
-                    if packet.size and packet.is_keyframe and (packet.pts is None or packet.pts >= k):
-                        frames = packet.decode() + cc.decode(None)
-                        got = (frames[0], k if packet.pts is None else int(packet.pts)) if frames else None
-                        break
-            except av.InvalidDataError:
-                pass
+            ki, got = bisect_right(all_keys, k) - 1, None
+            for attempt in range(_MAX_RESEEKS):
+                self._seek_to(ki, hard=attempt > 0)
+                try:
+                    for packet in self._container.demux(self._stream):
+                        if packet.size and packet.is_keyframe and (packet.pts is None or packet.pts >= k):
+                            frames = packet.decode() + self._stream.codec_context.decode(None)
+                            got = (frames[0], k if packet.pts is None else int(packet.pts)) if frames else got
+                            break
+                except av.InvalidDataError:
+                    pass
+                if (got is not None and got[1] == k) or (ki == 0 and attempt):
+                    break
+                ki = max(0, ki - 1)  # landed past the keyframe (MPEG-TS seeks by bisection): step back
             if got is None:
                 raise VideoError(f"{self.path}: keyframe at {float((k - self._origin) * self._tb):.2f}s cannot be "
                                  f"decoded — the file is corrupt; {_REFETCH} or read it with approximate=False")

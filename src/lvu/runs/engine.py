@@ -23,7 +23,7 @@ from lvu.benchmarks import load_all as _load_benchmarks
 from lvu.benchmarks.base import BENCHMARKS, Benchmark, Breakdown
 from lvu.errors import LvuError
 from lvu.media.subtitles import load_cues, select_cues
-from lvu.media.video import VideoReader
+from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
 from lvu.runs.store import Store
@@ -98,8 +98,9 @@ class _MediaCache:
 
 class Engine:
     def __init__(self, bench: Benchmark, model: Model, store: Store, *, concurrency: int = 4,
-                 decode_workers: int = 2) -> None:
+                 decode_workers: int = 2, frame_cache: FrameCache | None = None) -> None:
         self.bench, self.model, self.store = bench, model, store
+        self.disk = frame_cache
         self.concurrency = max(1, concurrency)
         self.pool = ThreadPoolExecutor(max_workers=max(1, decode_workers), thread_name_prefix="lvu-decode")
         self.frames = _MediaCache()
@@ -121,6 +122,10 @@ class Engine:
             key = (sample.video.path, tuple(plan.timestamps), plan.resize)
 
             def decode():
+                if self.disk is not None:  # shared across runs and processes; a hit opens no decoder
+                    return self.disk.get_or_decode(sample.video.path, plan.timestamps, resize=plan.resize)
+                from lvu.media.video import VideoReader
+
                 with VideoReader(sample.video.path) as reader:
                     return reader.get_frames_played_at(plan.timestamps, resize=plan.resize)
 
@@ -228,12 +233,14 @@ class Engine:
 def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
         model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
         fresh: bool = False, limit: int | None = None, concurrency: int = 4,
-        show_progress: bool = True, report: bool = True) -> RunSummary:
-    """Run (or resume) one benchmark × model and return its summary. The library entry point."""
+        show_progress: bool = True, report: bool = True, frame_cache: bool = True) -> RunSummary:
+    """Run (or resume) one benchmark × model and return its summary. The library entry point.
+    `frame_cache=False` decodes every time instead of using the shared on-disk frame cache."""
     spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
     store = Store(results_dir)
     try:
-        engine = Engine(bench, mdl, store, concurrency=concurrency)
+        engine = Engine(bench, mdl, store, concurrency=concurrency,
+                        frame_cache=FrameCache() if frame_cache else None)
         summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress))
         if report:
             from lvu.analysis.report import write_report

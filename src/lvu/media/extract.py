@@ -1,0 +1,188 @@
+"""Bulk work on top of the frame cache: `lvu frames` (a plan's frames as image files) and
+`lvu cache warm` (pre-extract many videos in worker processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lvu.errors import LvuError
+from lvu.media import video as _video
+from lvu.media.cache import _MAGIC, FrameCache, _resize_spec
+from lvu.media.video import Resize
+
+# ---- lvu frames: sampled frames as image files ------------------------------------------------------
+
+
+def extract_frames(video: str | Path, plan: str, out_dir: str | Path, *, approximate: bool = False,
+                   resize: int | Resize | None = None, fmt: str = "jpg") -> Path:
+    """Write the frames `plan` samples from `video` as `frame_0000.<fmt>`... plus `frames.json`
+    (video, plan, fps, duration, size, and per frame: index, pts in seconds, frame number, file)
+    into `out_dir`; returns the path of frames.json. Frame files of an earlier extraction go."""
+    from PIL import Image
+
+    from lvu.media.sampling import parse_plan, sample
+
+    fmt = {"jpeg": "jpg"}.get(fmt.lower(), fmt.lower())
+    if fmt not in ("jpg", "png"):
+        raise LvuError(f"unknown frame format {fmt!r} — use jpg or png")
+    parsed = parse_plan(plan)
+    with _video.VideoReader(video, approximate=approximate) as reader:
+        batch = sample(reader, parsed, resize=resize)
+        info = reader.info
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("frame_*.jpg"), *out.glob("frame_*.png")]:
+        if old.stem[6:].isdigit():
+            old.unlink()
+    frames = []
+    for i, (img, pts, number) in enumerate(zip(batch.data, batch.pts_seconds, batch.indices)):
+        name = f"frame_{i:04d}.{fmt}"
+        options = {"quality": 95} if fmt == "jpg" else {"compress_level": 6}
+        Image.fromarray(np.ascontiguousarray(img)).save(out / name, **options)
+        frames.append({"index": i, "pts": float(pts), "frame": int(number), "file": name})
+    height, width = batch.data[0].shape[:2] if batch.data else (info.height, info.width)
+    doc = {
+        "video": str(Path(video).resolve()), "plan": str(parsed), "approximate": approximate,
+        "resize": _resize_spec(resize), "format": fmt, "fps": info.fps, "duration": info.duration,
+        "num_frames": info.num_frames, "width": width, "height": height, "frames": frames,
+    }
+    target = out / "frames.json"
+    target.write_text(json.dumps(doc, indent=1) + "\n")
+    return target
+
+
+# ---- lvu cache warm: pre-extract many videos in worker processes ---------------------------------
+
+
+@dataclass
+class WarmSummary:
+    """What `warm` did."""
+
+    videos: int
+    """Videos whose frames are all in the cache now."""
+    frames: int
+    """Frames in those videos' entries."""
+    seconds: float
+    """Wall-clock time."""
+    errors: list[str] = field(default_factory=list)
+    """One line per video that failed, naming the file."""
+    entries: int = 0
+    """Cache entries (video x timestamps) now present."""
+    hits: int = 0
+    """Entries that were already cached (nothing decoded)."""
+
+
+def _peek(path: Path) -> int | None:
+    """Frame count of a complete-looking entry (magic, header and length checked; the payload is
+    not read, so this is cheap), touching it as used; None when absent or damaged."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(12)
+            if start[:8] != _MAGIC:
+                return None
+            (hlen,) = struct.unpack("<I", start[8:])
+            header = json.loads(f.read(hlen))
+            if 12 + hlen + sum(header["sizes"]) != os.fstat(f.fileno()).st_size:
+                return None
+        os.utime(path)
+        return len(header["pts"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return None
+
+
+def _warm_video(cache: FrameCache, path: str, plans: list[tuple[float, ...] | str], resize: int | Resize | None,
+                approximate: bool, threads: int) -> tuple[int, int, int, str | None]:
+    """(entries, frames, hits, error line) for one video; runs in a worker process."""
+    entries = frames = hits = 0
+    try:
+        for times in plans:
+            count = _peek(cache.path(cache.key(path, times, resize, approximate)))
+            if count is not None:
+                hits += 1
+            elif isinstance(times, str):
+                count = len(cache.get_or_sample(path, times, resize=resize, approximate=approximate, threads=threads))
+            else:
+                count = len(cache.get_or_decode(path, times, resize=resize, approximate=approximate, threads=threads))
+            frames += count
+            entries += 1
+    except Exception as e:  # one bad video is one error line; the others go on
+        msg = str(e) if isinstance(e, LvuError) else f"{type(e).__name__}: {e}"
+        return entries, frames, hits, msg if str(path) in msg else f"{path}: {msg}"
+    return entries, frames, hits, None
+
+
+def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: int = 2,
+         resize: int | Resize | None = None, approximate: bool = False, progress: bool = True,
+         cache: FrameCache | None = None) -> WarmSummary:
+    """Decode and cache the frames of many (video, timestamps) items in `workers` processes, with a
+    progress bar. The second item of a pair is a list of seconds (`get_or_decode` entries) or a
+    plan string (`get_or_sample` entries): warm with what the run will ask for. Items are grouped
+    per video (duplicates dropped); a video that fails is one error line, the rest continue.
+    `workers <= 1` decodes in this process."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    cache = cache if cache is not None else FrameCache()
+    groups: dict[str, list[tuple[float, ...] | str]] = {}
+    for path, what in items:
+        plans = groups.setdefault(str(path), [])
+        what = what if isinstance(what, str) else tuple(float(t) for t in what)
+        if what not in plans:
+            plans.append(what)
+    workers = max(1, min(workers, len(groups)))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    summary = WarmSummary(videos=0, frames=0, seconds=0.0)
+    start = time.perf_counter()
+    bar = Progress(
+        TextColumn("[bold]warming frame cache"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[frames]} frames, {task.fields[rate]}"), TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not progress,
+    )
+    task = bar.add_task("warm", total=len(groups), frames=0, rate="", errors=0)
+
+    def record(path: str, result: tuple[int, int, int, str | None]) -> None:
+        entries, frames, hits, error = result
+        summary.entries += entries
+        summary.hits += hits
+        if error:
+            failed.append((order[path], error))
+        else:
+            summary.videos += 1
+            summary.frames += frames
+        rate = summary.frames / max(1e-9, time.perf_counter() - start)
+        bar.update(task, advance=1, frames=summary.frames, rate=f"{rate:.1f} frames/s", errors=len(failed))
+
+    order = {path: i for i, path in enumerate(groups)}
+    failed: list[tuple[int, str]] = []
+    with bar:
+        if workers == 1:
+            for path, plans in groups.items():
+                record(path, _warm_video(cache, path, plans, resize, approximate, 0))
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+            try:
+                futures = {pool.submit(_warm_video, cache, path, plans, resize, approximate, threads): path
+                           for path, plans in groups.items()}
+                for fut in as_completed(futures):
+                    path = futures[fut]
+                    try:
+                        result = fut.result()
+                    except Exception as e:  # a worker died (e.g. the decoder crashed)
+                        result = (0, 0, 0, f"{path}: worker failed: {type(e).__name__}: {e}")
+                    record(path, result)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    summary.errors = [line for _, line in sorted(failed)]  # in input order, not completion order
+    summary.seconds = time.perf_counter() - start
+    return summary
