@@ -53,8 +53,23 @@ def test_parse_gives_the_right_fields():
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "uniform", "uniform:0", "uniform:-3", "uniform:2.5", "fps:", "fps:0", "fps:x", "fps:1:cap=3",
-            "fps:1:max=0", "center:2", "frames:8", {"kind": "uniform"}, {"kind": "nope", "n": 3}]
+    "bad",
+    [
+        "",
+        "uniform",
+        "uniform:0",
+        "uniform:-3",
+        "uniform:2.5",
+        "fps:",
+        "fps:0",
+        "fps:x",
+        "fps:1:cap=3",
+        "fps:1:max=0",
+        "center:2",
+        "frames:8",
+        {"kind": "uniform"},
+        {"kind": "nope", "n": 3},
+    ],
 )
 def test_bad_specs_are_one_line_errors(bad):
     with pytest.raises(LvuError) as e:

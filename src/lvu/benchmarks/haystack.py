@@ -1,9 +1,11 @@
 """The built-in benchmark "haystack": long synthetic videos with needles, generated on first use.
 
-Nothing is downloaded. `generate()` draws each video (a slowly panning texture, 384x216 at 6 fps,
-H.264 via PyAV), inserts short "needle" scenes — a big word on a plate, or a coloured shape — at
-controlled depths (0-100% of the video), writes an SRT track of short neutral sentences (one of
-them on screen exactly while a needle is shown) and asks 4-5-option questions of five kinds:
+Nothing is downloaded. `generate()` draws each video (2-4 minutes of a slowly panning texture,
+384x216 at 6 fps, H.264 via PyAV), inserts 10-12 short "needle" scenes — a big word on a plate, or
+a coloured shape, 4 s each — at controlled depths (0-100% of the video; the five single-needle
+question targets of a video sit in five different 20% depth bins), writes an SRT track of short
+neutral sentences (two of them on screen exactly around a needle) and asks ten 4-5-option
+questions per video, of five kinds:
 
 - read:     "What word is shown on screen at 01:23?"      (the other options appear at other times)
 - subtitle: 'Which word is shown on screen while the subtitle "..." is displayed?'
@@ -21,15 +23,17 @@ Default location: `cache_dir("haystack", "v1-seed0")` ($LVU_CACHE_DIR or the use
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +60,7 @@ WORDS = (
     "GINGER", "HELIUM", "IGLOO", "JIGSAW", "KETTLE", "LAGOON", "MAGNET", "NOODLE", "OYSTER",
     "PUFFIN", "QUIVER", "SPROUT", "TEAPOT", "URCHIN", "VORTEX", "WAFFLE", "ALMOND", "BEACON",
     "CANYON", "DRAGON", "ENIGMA", "FOSSIL", "GLACIER", "HAMMER", "JASPER", "KOALA", "LANTERN",
-    "NUTMEG", "OLIVE", "PRISM", "ROCKET", "SADDLE", "TIMBER", "UNICORN", "PARROT", "BUTTON",
+    "NUTMEG", "OLIVE", "PRISM", "ROCKET", "SADDLE", "TURNIP", "UNICORN", "PARROT", "BUTTON",
 )
 _SUBJECTS = ("The old ferry", "A quiet fox", "My neighbour", "The night train", "A tired painter",
              "The market crowd", "Our guide", "A small boat", "The evening wind", "Grandma",
@@ -146,41 +150,24 @@ def _remove_stale_temps(out_dir: Path, max_age: float = 3600.0) -> None:
 
 
 def _build(root: Path, *, seed: int, n_videos: int, scale: float, progress: bool) -> None:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     rng = random.Random(f"haystack-{VERSION}-{seed}")
     balance = _Balancer(rng)
     plans = [_plan_video(rng, balance, v, scale) for v in range(n_videos)]
     (root / "videos").mkdir()
     (root / "subtitles").mkdir()
     samples: list[Sample] = []
-    with _progress(progress, sum(p.n_frames for p in plans)) as advance:
+    bar = Progress(TextColumn("generating the haystack (first use only)"), BarColumn(), TimeRemainingColumn(),
+                   transient=True, disable=not progress)
+    task = bar.add_task("", total=sum(p.n_frames for p in plans))
+    with bar:
         for p in plans:
             (root / "subtitles" / f"{p.name}.srt").write_text(_srt(p.cues), encoding="utf-8")
-            _encode(p, root / "videos" / f"{p.name}.mp4", np.random.default_rng([seed, p.index]), advance)
+            video = root / "videos" / f"{p.name}.mp4"
+            _encode(p, video, np.random.default_rng([seed, p.index]), lambda n: bar.advance(task, n))
             samples += _samples(p)
     write_samples(root / JSONL_NAME, samples)
-
-
-class _progress:
-    """A rich progress bar over encoded frames (or nothing)."""
-
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.bar = None
-        if enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("generating haystack (first use)"), BarColumn(), TimeRemainingColumn(),
-                                transient=True)
-            self.task = self.bar.add_task("", total=total)
-
-    def __enter__(self) -> Callable[[int], None]:
-        if self.bar is None:
-            return lambda n: None
-        self.bar.start()
-        return lambda n: self.bar.advance(self.task, n)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 # ---- the plan of one video (all randomness happens here, in a fixed order) ----------------------
@@ -274,7 +261,7 @@ def _plan_video(rng: random.Random, balance: _Balancer, index: int, scale: float
     for _ in range(1000):
         repeat_slots = sorted(rng.sample(range(n_slots), count))
         free = [i for i in range(n_slots) if i not in repeat_slots]
-        if all(b - a > 1 for a, b in zip(repeat_slots, repeat_slots[1:])) and \
+        if all(b - a > 1 for a, b in itertools.pairwise(repeat_slots)) and \
                 all(any(slot_bin[i] == b for i in free) for b in range(5)):
             break
     else:  # pragma: no cover - cannot happen for 10-12 slots
@@ -398,15 +385,13 @@ def _sprite(needle: _Needle, style: tuple) -> tuple[np.ndarray, np.ndarray, int,
             draw.ellipse(box, fill=fill, outline=outline, width=3)
         elif needle.value == "square":
             draw.rectangle(box, fill=fill, outline=outline, width=3)
+        elif needle.value == "star":
+            radii = [w / 2 - 3, (w / 2 - 3) * 0.45] * 5
+            pts = [(w / 2 + r * np.sin(k * np.pi / 5), h / 2 - r * np.cos(k * np.pi / 5)) for k, r in enumerate(radii)]
+            draw.polygon(pts, fill=fill, outline=outline, width=3)
         else:
-            sides = {"triangle": 3, "hexagon": 6, "star": 5}[needle.value]
-            if needle.value == "star":
-                r = w / 2 - 3
-                pts = [(w / 2 + (r if k % 2 == 0 else r * 0.45) * np.sin(k * np.pi / 5),
-                        h / 2 - (r if k % 2 == 0 else r * 0.45) * np.cos(k * np.pi / 5)) for k in range(10)]
-                draw.polygon(pts, fill=fill, outline=outline, width=3)
-            else:
-                draw.regular_polygon((w / 2, h / 2, w / 2 - 3), sides, fill=fill, outline=outline, width=3)
+            sides = {"triangle": 3, "hexagon": 6}[needle.value]
+            draw.regular_polygon((w / 2, h / 2, w / 2 - 3), sides, fill=fill, outline=outline, width=3)
     arr = np.asarray(img)
     x = int(fx * (WIDTH - w - 8)) + 4
     y = int(fy * (HEIGHT - h - 8)) + 4

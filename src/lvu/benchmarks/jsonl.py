@@ -36,7 +36,18 @@ from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring.choice import extract_letter, format_options
-from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text
+from lvu.types import (
+    LETTERS,
+    Frame,
+    InputPlan,
+    Prediction,
+    Prompt,
+    Response,
+    Sample,
+    Score,
+    Subtitle,
+    Text,
+)
 
 PROMPT_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 OPEN_INSTRUCTION = "Answer the question briefly."
@@ -108,12 +119,12 @@ def _parse_line(line: str, *, default_benchmark: str) -> Sample:
         field = ".".join(str(x) for x in err["loc"]) or "record"
         more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise _LineError(f"{field}: {err['msg'].lower()}{more} — fix the field ({FORMAT_DOC})") from None
-    if sample.options:
-        if sample.answer is not None and (not isinstance(sample.answer, int) or not 0 <= sample.answer < len(sample.options)):
-            raise _LineError(
-                f"answer {sample.answer!r} is not an index into {len(sample.options)} options — "
-                f"use the 0-based index of the correct option (0..{len(sample.options) - 1}) or null"
-            )
+    n = len(sample.options)
+    if n and sample.answer is not None and (not isinstance(sample.answer, int) or not 0 <= sample.answer < n):
+        raise _LineError(
+            f"answer {sample.answer!r} is not an index into {n} options — "
+            f"use the 0-based index of the correct option (0..{n - 1}) or null"
+        )
     return sample
 
 
@@ -180,10 +191,17 @@ class JsonlBenchmark(Benchmark):
             raise LvuError(f"subtitles={self.settings['subtitles']!r} is unknown — use one of {', '.join(MODES)}")
 
     def data_path(self) -> Path:
+        """The `data` setting: a .jsonl file, or a folder holding exactly one."""
         data = self.settings.get("data")
         if not data:
             raise LvuError(f"benchmark {self.name!r} needs its sample file: --data FILE.jsonl ({FORMAT_DOC})")
-        return Path(data)
+        path = Path(data)
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            if len(found) != 1:
+                raise LvuError(f"{path}: holds {len(found)} .jsonl files — pass the sample file itself with --data")
+            path = found[0]
+        return path
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
         return read_samples(self.data_path(), video_dir=self.settings.get("video_dir"))

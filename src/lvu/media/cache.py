@@ -51,7 +51,7 @@ log = logging.getLogger("lvu.cache")
 
 ENCODINGS = ("raw", "png", "jpg")
 """Storage encodings: raw and png are lossless (hits equal decoded frames exactly); jpg is q95."""
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bump when the entry layout or anything that changes decoded pixels changes: old keys then miss."""
 _MAGIC = b"LVUFRM\x00\x01"
 _SUFFIX = ".frames"

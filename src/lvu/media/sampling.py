@@ -22,7 +22,7 @@ Short videos: each formula is followed as written, so only `vlmevalkit` can repe
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, TypeAdapter, ValidationError
@@ -216,7 +216,7 @@ class Vlmevalkit(_Plan):
 
 
 SamplingPlan = Annotated[
-    Union[Uniform, Fps, All1fps, Center, First, Lvb, Lmms, Vlmevalkit], Field(discriminator="kind")
+    Uniform | Fps | All1fps | Center | First | Lvb | Lmms | Vlmevalkit, Field(discriminator="kind")
 ]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(SamplingPlan)
 _COUNTED = {"uniform": Uniform, "lvb": Lvb, "lmms": Lmms, "vlmevalkit": Vlmevalkit}

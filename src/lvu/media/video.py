@@ -9,7 +9,9 @@ How a batch is read (measurements: research/env_feasibility.md §1):
   position; otherwise it decodes on. Cost is about min(N * GOP/2, T) decoded frames, so dense
   requests turn into a single sequential pass by themselves.
 - `approximate=True` decodes keyframes only (`skip_frame="NONKEY"`), returning for each target
-  the keyframe at or before it: several times faster, up to one GOP early.
+  the keyframe at or before it: 5-20x faster, up to one GOP early.
+- Seeks that land past their keyframe (MPEG-TS) step back; AVI's fake pts are replaced by
+  counting frames from the keyframe; damaged packets are skipped, never fatal on their own.
 
 Times are seconds from the first frame. Frames are RGB uint8 arrays in display orientation
 (rotation metadata applied); only the requested frames are held in memory.
@@ -20,10 +22,11 @@ from __future__ import annotations
 import logging
 import math
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Self
 
 import av
 import numpy as np
@@ -118,7 +121,9 @@ def _open(path: str | Path):
     try:
         container = av.open(str(p), metadata_errors="ignore")
     except (av.FFmpegError, OSError, UnicodeDecodeError) as e:
-        raise VideoError(f"{path}: cannot be opened as a video ({_short(e)}) — corrupt, truncated or not a video; {_REFETCH}") from None
+        raise VideoError(
+            f"{path}: cannot be opened as a video ({_short(e)}) — corrupt, truncated or not a video; {_REFETCH}"
+        ) from None
     if not container.streams.video:
         container.close()
         raise VideoError(f"{path}: has no video stream — is this an audio or subtitle file? Use the video file")
@@ -179,10 +184,7 @@ def _rate(stream) -> float:
 
 def _rotation(frame) -> int:
     """Clockwise display rotation from the frame's display matrix (PyAV reports counter-clockwise)."""
-    try:
-        return int(round(-(frame.rotation or 0) / 90.0)) % 4 * 90
-    except Exception:  # no display-matrix side data
-        return 0
+    return round(-(frame.rotation or 0) / 90.0) % 4 * 90
 
 
 def _decoded(container, stream, path, landed: list, counter: list[int] | None = None) -> Iterator:
@@ -198,7 +200,9 @@ def _decoded(container, stream, path, landed: list, counter: list[int] | None = 
             except av.InvalidDataError:
                 run, bad = run + 1, bad + 1
                 if run > _MAX_BAD_PACKETS:
-                    raise VideoError(f"{path}: {run} packets in a row cannot be decoded — the file is corrupt; {_REFETCH}") from None
+                    raise VideoError(
+                        f"{path}: {run} packets in a row cannot be decoded — the file is corrupt; {_REFETCH}"
+                    ) from None
                 continue
             run = 0
             for frame in frames:
@@ -237,28 +241,19 @@ def _info(path, stream, rotation: int, fps: float, duration: float, num_frames: 
 def probe(path: str | Path) -> VideoInfo:
     """Container metadata plus one decoded frame (rotation; proof that the file decodes).
 
-    When the container lacks a duration or frame count (e.g. Matroska has no count), one demux
-    pass without decoding fills them in. Raises VideoError for unreadable files.
+    When the container lacks a duration or frame count (Matroska has no count), the file is
+    indexed as a VideoReader does (one demux pass, no decoding). VideoError for unreadable files.
     """
     container, stream = _open(path)
-    try:
-        tb = stream.time_base
+    with container:
+        tb, fps = stream.time_base, _rate(stream)
         duration = float(stream.duration * tb) if stream.duration and tb else None
         if duration is None and container.duration:
             duration = container.duration / av.time_base
-        num_frames, fps = stream.frames or None, _rate(stream)
-        if duration is None or num_frames is None:
-            index = _build_index(container, stream, path)
-            num_frames = len(index.pts)
-            if duration is None and tb and index.timed:
-                duration = float((int(index.pts[-1]) - int(index.pts[0]) + index.last_duration) * tb)
-            container, stream = _rewind(container, stream, path)
-        rotation = _rotation(_first_frame(container, stream, path))
-        if duration is None and fps:
-            duration = num_frames / fps
-        return _info(path, stream, rotation, fps or (num_frames / duration if duration else 0.0), duration or 0.0, num_frames)
-    finally:
-        container.close()
+        if duration and stream.frames and fps:
+            return _info(path, stream, _rotation(_first_frame(container, stream, path)), fps, duration, stream.frames)
+    with VideoReader(path) as reader:
+        return reader.info
 
 
 # ---- the reader -----------------------------------------------------------------------------
@@ -368,7 +363,9 @@ class VideoReader:
         except BaseException as e:
             self._cursor = None  # the decoder's state is unknown: the next call seeks afresh
             if isinstance(e, av.FFmpegError):
-                raise VideoError(f"{self.path}: decoding failed ({_short(e)}) — the file is corrupt; {_REFETCH}") from None
+                raise VideoError(
+                    f"{self.path}: decoding failed ({_short(e)}) — the file is corrupt; {_REFETCH}"
+                ) from None
             raise
         data, times, numbers, seen = [], [], [], set()
         for i in want:
@@ -383,7 +380,7 @@ class VideoReader:
         self._cursor = None
         self._container.close()
 
-    def __enter__(self) -> VideoReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -500,8 +497,10 @@ class VideoReader:
                     break
                 ki = max(0, ki - 1)  # landed past the keyframe (MPEG-TS seeks by bisection): step back
             if got is None:
-                raise VideoError(f"{self.path}: keyframe at {float((k - self._origin) * self._tb):.2f}s cannot be "
-                                 f"decoded — the file is corrupt; {_REFETCH} or read it with approximate=False")
+                raise VideoError(
+                    f"{self.path}: keyframe at {float((k - self._origin) * self._tb):.2f}s cannot be "
+                    f"decoded — the file is corrupt; {_REFETCH} or read it with approximate=False"
+                )
             self._count[0] += 1
             out[k] = (self._to_array(got[0], rs), got[1])
         return out

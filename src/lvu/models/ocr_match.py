@@ -32,6 +32,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,10 @@ def _get_engine(threads: int) -> Any:
 
 
 def _engine_tag() -> str:
+    """What produced cached OCR results; part of every cache key."""
     try:
-        from importlib.metadata import version
-
         v = version("rapidocr")
-    except Exception:
+    except PackageNotFoundError:
         v = "unknown"
     return f"v{CACHE_VERSION}|rapidocr {v}|{sorted(ENGINE_PARAMS.items())}"
 
