@@ -18,6 +18,8 @@ app = typer.Typer(
     help="lvu: run, score and analyse long-video understanding benchmarks under their official protocols.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
+data_app = typer.Typer(help="Benchmark release files: validation.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
 results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
@@ -65,6 +67,7 @@ def run(
     resize: Annotated[Optional[int], typer.Option(help="Shorter side of frames in pixels.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory (benchmarks that read local files).")] = None,
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
+    compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval | vlmevalkit: reproduce a peer harness's deviations.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples.")] = None,
@@ -81,7 +84,7 @@ def run(
     """
     from lvu.runs.engine import run as run_engine
 
-    settings = {"frames": frames, "subtitles": subtitles, "resize": resize,
+    settings = {"frames": frames, "subtitles": subtitles, "resize": resize, "compat": compat,
                 "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     summary = run_engine(
@@ -119,6 +122,48 @@ def list_parts() -> None:
             doc = (registry.get(name).__doc__ or "").strip().splitlines()
             table.add_row(name, doc[0] if doc else "")
         console.print(table)
+
+
+@data_app.command("check")
+def data_check(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark name.")],
+    root: Annotated[Optional[Path], typer.Option("--root", "--data", help="Release files (official layout).")] = None,
+    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the videos.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. split=val).")] = [],
+) -> None:
+    """Validate a benchmark's release files: counts against the paper, ids, answers, media present."""
+    from lvu.runs.engine import make_spec
+
+    settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
+                **parse_kv(setting, "--set")}
+    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
+    problems = bench.check()
+    for p in problems:
+        console.print(p, markup=False, highlight=False)
+    console.print(f"{benchmark}: {len(problems)} problem(s)" if problems else f"{benchmark}: OK")
+    raise typer.Exit(1 if problems else 0)
+
+
+@app.command()
+def score(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark name.")],
+    predictions: Annotated[Path, typer.Argument(help="Predictions file in the benchmark's official output format.")],
+    root: Annotated[Optional[Path], typer.Option("--root", "--data", help="Release files, when the predictions file lacks the questions.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. compat=lmms-eval).")] = [],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write per-sample results as JSONL.")] = None,
+) -> None:
+    """Score saved model responses with the official extraction and aggregation (no model is run)."""
+    from lvu.runs.engine import make_spec, score_saved
+
+    if not predictions.exists():
+        raise LvuError(f"{predictions}: file not found — pass the path of a predictions file")
+    settings = {"data": str(root) if root else None, **parse_kv(setting, "--set")}
+    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
+    results = score_saved(bench, bench.read_predictions(predictions))
+    print_tables(bench.aggregate(results), f"{benchmark} — {predictions.name}")
+    if out:
+        out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+        console.print(f"wrote {len(results)} rows to {out}")
 
 
 @results_app.command("list")

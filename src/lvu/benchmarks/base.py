@@ -6,7 +6,9 @@ that order; a benchmark never sees a model backend.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -36,6 +38,11 @@ class Benchmark(ABC):
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     """Input settings the paper used; users override any of them per run."""
+
+    expected_counts: ClassVar[dict[str, int]] = {}
+    """Questions per split/subset as the paper reports them, checked by `lvu data check`."""
+    reference: ClassVar[list[dict[str, Any]]] = []
+    """The paper's result rows as data: {"table": ..., "model": ..., "frames": ..., <breakdown>: score}."""
 
     def __init__(self, **settings: Any) -> None:
         unknown = set(settings) - set(self.defaults) - {"data", "video_dir", "limit"}
@@ -67,6 +74,56 @@ class Benchmark(ABC):
     @abstractmethod
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         """Judge one prediction."""
+
+    # ---- optional steps: data validation, scoring saved predictions, submissions ------------------
+
+    def check(self) -> list[str]:
+        """Problems with the release files, one line each (empty: all good). Generic checks here:
+        unreadable records, repeated ids, answers out of range, missing videos and subtitle files,
+        and question counts against `expected_counts` when the split is named there.
+        Subclasses add their own (e.g. LVBench's 103 videos) by extending the list."""
+        samples, bad = self.load()
+        problems = [b.error for b in bad]
+        seen: set[str] = set()
+        for s in samples:
+            if s.id in seen:
+                problems.append(f"{s.id}: repeated sample id")
+            seen.add(s.id)
+            if isinstance(s.answer, int) and not 0 <= s.answer < len(s.options):
+                problems.append(f"{s.id}: answer index {s.answer} outside the {len(s.options)} options")
+            if not Path(s.video.path).exists():
+                problems.append(f"{s.id}: video {s.video.path} not found — pass --video-dir")
+            if s.subtitles is not None and not Path(s.subtitles.path).exists():
+                problems.append(f"{s.id}: subtitle file {s.subtitles.path} not found")
+        split = self.settings.get("split")
+        expected = self.expected_counts.get(str(split)) if split is not None else None
+        if expected is not None and len(samples) + len(bad) != expected:
+            problems.append(f"{self.name} {split}: {len(samples) + len(bad)} questions, the paper has {expected}")
+        return problems
+
+    def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
+        """(sample, raw response) pairs from a predictions file, for `lvu score`. Default: JSONL
+        lines with `sample_id` and `response` (what `lvu results export` writes), joined with
+        this benchmark's samples. Benchmarks override this to read their official output format."""
+        from lvu.errors import DataError
+
+        samples = {s.id: s for s in self.load()[0]}
+        pairs = []
+        for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                pairs.append((samples[str(row["sample_id"])], str(row.get("response") or "")))
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise DataError(f"{path}:{lineno}: not a prediction line with a known sample_id ({e})") from None
+        return pairs
+
+    def write_submission(self, results: list[SampleResult], path: Path) -> Path:
+        """Write predictions in the official submission format (benchmarks with hidden answers)."""
+        from lvu.errors import LvuError
+
+        raise LvuError(f"benchmark {self.name!r} has no submission format (its answers are public)")
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """Tables in the paper's layout. Default: overall plus one table per label key."""

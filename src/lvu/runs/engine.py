@@ -27,7 +27,7 @@ from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
 from lvu.runs.store import Store
-from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle
+from lvu.types import Frame, Prompt, Response, RunSpec, Sample, SampleResult, Subtitle
 
 
 @dataclass
@@ -67,6 +67,29 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
     spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
     return spec, bench, mdl
+
+
+def grade(bench: Benchmark, sample: Sample, response: Response, result: SampleResult) -> SampleResult:
+    """Extract and score one response into `result` (shared by runs and `lvu score`)."""
+    prediction = bench.extract(sample, response)
+    score = bench.score(sample, prediction)
+    result.prediction = prediction.value
+    result.score, result.correct, result.counted = score.value, score.correct, score.counted
+    result.explanation = score.explanation
+    return result
+
+
+def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[SampleResult]:
+    """Score saved (sample, raw response) pairs without running a model."""
+    results = []
+    for sample, text in pairs:
+        result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer, response=text)
+        try:
+            grade(bench, sample, Response(text=text), result)
+        except LvuError as e:
+            result.error = str(e)
+        results.append(result)
+    return results
 
 
 class _MediaCache:
@@ -151,11 +174,7 @@ class Engine:
             result.response, result.latency = response.text, response.latency
             if response.error:
                 raise LvuError(f"model error: {response.error}")
-            prediction = self.bench.extract(sample, response)
-            score = self.bench.score(sample, prediction)
-            result.prediction = prediction.value
-            result.score, result.correct, result.counted = score.value, score.correct, score.counted
-            result.explanation = score.explanation
+            grade(self.bench, sample, response, result)
         except LvuError as e:
             result.error = str(e)
         except Exception as e:  # one bad sample never kills a run
