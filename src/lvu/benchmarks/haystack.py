@@ -39,6 +39,7 @@ import numpy as np
 
 from lvu.benchmarks.base import register_benchmark
 from lvu.benchmarks.jsonl import JsonlBenchmark, write_samples
+from lvu.errors import LvuError
 from lvu.paths import cache_dir
 from lvu.types import Sample, SubtitleRef, VideoRef
 
@@ -81,7 +82,12 @@ def default_dir(seed: int = 0) -> Path:
 
 def ensure(seed: int = 0, *, progress: bool = False) -> Path:
     """The default haystack's JSONL path, generating it first if it is not complete yet."""
-    return generate(default_dir(seed), seed=seed, progress=progress)
+    out = default_dir(seed)
+    try:
+        return generate(out, seed=seed, progress=progress)
+    except OSError as e:
+        raise LvuError(f"{out}: cannot write the haystack ({e.strerror or e}) — "
+                       "set LVU_CACHE_DIR to a writable folder") from None
 
 
 def _params(seed: int, n_videos: int, scale: float) -> dict[str, Any]:
@@ -300,8 +306,9 @@ def _plan_video(rng: random.Random, balance: _Balancer, index: int, scale: float
                                    rng.sample(others_of(n.value), 4), balance.take(5), [n], {"time": t}))
     for n in subtitled:
         text = next(text for start, end, text in cues if start <= n.start and n.end <= end)
-        questions.append(_Question("subtitle", f'Which word is shown on screen while the subtitle "{text}" is displayed?',
-                                   n.value, rng.sample(others_of(n.value), 3), balance.take(4), [n], {"subtitle": text}))
+        question = f'Which word is shown on screen while the subtitle "{text}" is displayed?'
+        questions.append(_Question("subtitle", question, n.value, rng.sample(others_of(n.value), 3),
+                                   balance.take(4), [n], {"subtitle": text}))
     # order: the true statement names two single words in their order; false ones reverse true orders
     by_time = sorted((x for x in needles if x.kind == "word" and x.value != counted), key=lambda x: x.start)
     pairs = [(a, b) for i, a in enumerate(by_time) for b in by_time[i + 1:]]
@@ -473,5 +480,5 @@ class HaystackBenchmark(JsonlBenchmark):
 
     def data_path(self) -> Path:
         if self.settings.get("data"):
-            return Path(self.settings["data"])
+            return super().data_path()
         return ensure(int(self.settings["seed"]), progress=True)

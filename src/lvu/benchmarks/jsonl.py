@@ -106,7 +106,8 @@ def _parse_line(line: str, *, default_benchmark: str) -> Sample:
     except json.JSONDecodeError as e:
         raise _LineError(f"not valid JSON ({e.msg} at column {e.colno}) — each line must be one JSON object") from None
     if not isinstance(record, dict):
-        raise _LineError(f"a JSON {type(record).__name__}, not an object — each line must be one sample object ({FORMAT_DOC})")
+        raise _LineError(f"a JSON {type(record).__name__}, not an object — "
+                         f"each line must be one sample object ({FORMAT_DOC})")
     record.setdefault("benchmark", default_benchmark)
     if isinstance(record.get("video"), str):  # shorthand: "video": "path.mp4"
         record["video"] = {"path": record["video"]}

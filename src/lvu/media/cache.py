@@ -117,11 +117,15 @@ def _resize_spec(resize: int | Resize | None) -> dict[str, Any] | None:
     return {"short": int(resize), "long": None, "size": None}
 
 
-def _decoder_id() -> str:
+def _decoder_id(backend: str = "pyav") -> str:
     import av
 
     import lvu
 
+    if backend != "pyav":  # other decoders (lvu.media.backends) key their own entries
+        from lvu.media.backends import backend_version
+
+        return f"{backend_version(backend)}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
     return f"pyav-{av.__version__}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
 
 
@@ -269,7 +273,8 @@ class FrameCache:
     # ---- keys and paths ----
 
     def key(self, video_path: str | Path, timestamps: Sequence[float] | str, resize: int | Resize | None = None,
-            approximate: bool = False, encoding: str | None = None, *, duration: float | None = None) -> str:
+            approximate: bool = False, encoding: str | None = None, *, duration: float | None = None,
+            backend: str = "pyav") -> str:
         """Entry key for these frames of this video content. `timestamps` is a list of seconds or a
         plan string such as 'uniform:32' (its frames follow from the content, and from `duration`
         when an annotation's duration overrides the file's)."""
@@ -281,7 +286,7 @@ class FrameCache:
             what = [float(t) for t in timestamps]
         spec = {
             "video": video_fingerprint(video_path), "frames": what, "resize": _resize_spec(resize),
-            "approximate": bool(approximate), "encoding": encoding or self.encoding, "decoder": _decoder_id(),
+            "approximate": bool(approximate), "encoding": encoding or self.encoding, "decoder": _decoder_id(backend),
         }
         blob = json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:40]
@@ -413,20 +418,22 @@ class FrameCache:
 
     def get_or_decode(self, video_path: str | Path, timestamps: Sequence[float], *,
                       resize: int | Resize | None = None, approximate: bool = False,
-                      threads: int = 0) -> FrameBatch:
+                      threads: int = 0, backend: str = "pyav") -> FrameBatch:
         """Frames played at `timestamps` (seconds). A hit reads the cache only — no decoder is opened;
         a miss decodes (once across processes), stores and returns them. With the lossy 'jpg'
-        encoding a miss returns the stored (JPEG round-tripped) frames, so hits and misses agree."""
+        encoding a miss returns the stored (JPEG round-tripped) frames, so hits and misses agree.
+        `backend` picks the decoder for a miss (lvu.media.backends; part of the key)."""
         times = [float(t) for t in timestamps]
 
         def decode(reader: _video.VideoReader) -> FrameBatch:
             return reader.get_frames_played_at(times, resize=resize)
 
-        return self._fill(self.key(video_path, times, resize, approximate), video_path, decode,
-                          approximate=approximate, threads=threads)
+        return self._fill(self.key(video_path, times, resize, approximate, backend=backend), video_path, decode,
+                          approximate=approximate, threads=threads, backend=backend)
 
     def get_or_sample(self, video_path: str | Path, plan: str, *, resize: int | Resize | None = None,
-                      approximate: bool = False, duration: float | None = None, threads: int = 0) -> FrameBatch:
+                      approximate: bool = False, duration: float | None = None, threads: int = 0,
+                      backend: str = "pyav") -> FrameBatch:
         """A sampling plan's frames, read in the plan's native terms (`sampling.sample`: frame
         numbers for peer formulas, times for lvu's). Keyed by the plan, so a hit needs neither a
         decoder nor a probe of the video's duration. `duration` overrides the file's."""
@@ -437,10 +444,11 @@ class FrameCache:
         def decode(reader: _video.VideoReader) -> FrameBatch:
             return sample(reader, parsed, duration=duration, resize=resize)
 
-        key = self.key(video_path, str(parsed), resize, approximate, duration=duration)
-        return self._fill(key, video_path, decode, approximate=approximate, threads=threads)
+        key = self.key(video_path, str(parsed), resize, approximate, duration=duration, backend=backend)
+        return self._fill(key, video_path, decode, approximate=approximate, threads=threads, backend=backend)
 
-    def _fill(self, key: str, video_path: str | Path, decode: Any, *, approximate: bool, threads: int) -> FrameBatch:
+    def _fill(self, key: str, video_path: str | Path, decode: Any, *, approximate: bool, threads: int,
+              backend: str = "pyav") -> FrameBatch:
         batch = self.get(key)
         if batch is not None:
             return batch
@@ -448,7 +456,13 @@ class FrameCache:
             batch = self.get(key)
             if batch is not None:
                 return batch
-            with _video.VideoReader(video_path, approximate=approximate, threads=threads) as reader:
+            if backend == "pyav":
+                reader = _video.VideoReader(video_path, approximate=approximate, threads=threads)
+            else:
+                from lvu.media.backends import open_reader
+
+                reader = open_reader(video_path, backend, approximate=approximate, threads=threads)
+            with reader:
                 batch = decode(reader)
             head, blobs = _encode(batch, self.encoding)
             try:

@@ -8,9 +8,11 @@ Encoded with PyAV's bundled libx264 (no system FFmpeg needed).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -139,3 +141,116 @@ def make_video(
             i += 1
         out.mux(stream.encode(None))
     return SyntheticVideo(path, times, float(rate), gop, size, rotation)
+
+
+# ---- audio ---------------------------------------------------------------------------------------
+
+_espeak: Any = None
+_espeak_lock = threading.Lock()
+
+
+def speak(text: str, *, wpm: int = 150, voice: str = "en-us") -> tuple[np.ndarray, int]:
+    """Speech for `text` as (int16 mono samples, sample rate), from eSpeak NG offline.
+
+    Uses the libespeak-ng and voice data that the `espeakng-loader` PyPI wheel ships (through
+    ctypes; no system espeak-ng needed). ImportError when that package is not installed.
+    """
+    import ctypes
+
+    import espeakng_loader
+
+    global _espeak
+    chunks: list[np.ndarray] = []
+
+    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+    def collect(wav, n, _events):
+        if n > 0:
+            chunks.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
+        return 0
+
+    with _espeak_lock:  # the library keeps global state: one synthesis at a time
+        if _espeak is None:
+            lib = ctypes.CDLL(espeakng_loader.get_library_path())
+            lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+            lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+            lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+            lib.espeak_Synth.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
+                ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+            ]
+            synchronous = 2  # AUDIO_OUTPUT_SYNCHRONOUS: espeak_Synth returns when all audio is out
+            rate = lib.espeak_Initialize(synchronous, 0, espeakng_loader.get_data_path().encode(), 0)
+            if rate <= 0:
+                raise RuntimeError(f"espeak-ng failed to initialise ({rate})")
+            _espeak = (lib, rate)
+        lib, rate = _espeak
+        lib.espeak_SetSynthCallback(collect)
+        if lib.espeak_SetVoiceByName(voice.encode()) != 0:
+            raise ValueError(f"espeak-ng has no voice {voice!r}")
+        lib.espeak_SetParameter(1, wpm, 0)  # espeakRATE, absolute
+        data = text.encode("utf-8")
+        # position 0, POS_CHARACTER, no end position, espeakCHARS_UTF8
+        if lib.espeak_Synth(data, len(data) + 1, 0, 1, 0, 1, None, None) != 0:
+            raise RuntimeError("espeak-ng failed to synthesise")
+        lib.espeak_Synchronize()
+    return (np.concatenate(chunks) if chunks else np.zeros(0, np.int16)), rate
+
+
+def make_video_with_audio(
+    path: str | Path,
+    audio: np.ndarray | list[tuple[float, np.ndarray]],
+    sample_rate: int,
+    *,
+    audio_start: float = 0.0,
+    seconds: float | None = None,
+    fps: float = 10,
+    size: tuple[int, int] = (64, 48),
+    container: str = "mp4",
+) -> Path:
+    """A barcode video (see `draw_frame`) with a mono AAC audio track; returns the path.
+
+    `audio` holds int16 or float (-1..1) samples; it starts `audio_start` seconds after the first
+    video frame (a timestamp offset, not leading silence). Or `audio` is a list of (start seconds,
+    samples) clips: each clip's timestamps start there, leaving gaps with no audio packets at all.
+    `seconds`: video length, by default long enough to cover the audio. The path's suffix is
+    replaced by `container`.
+    """
+    path = Path(path).with_suffix("." + container)
+    fmt = {"mkv": "matroska", "ts": "mpegts"}.get(container, container)
+    clips = audio if isinstance(audio, list) else [(audio_start, audio)]
+    clips = [(start, _as_float_samples(samples)) for start, samples in clips]
+    if seconds is None:
+        seconds = max(start + len(samples) / sample_rate for start, samples in clips) + 0.5
+    rate = Fraction(fps).limit_denominator(1001)
+    with av.open(str(path), "w", format=fmt) as out:
+        vs = out.add_stream("libx264", rate=rate)
+        vs.width, vs.height = size
+        vs.pix_fmt = "yuv420p"
+        vs.options = {"preset": "ultrafast"}
+        aus = out.add_stream("aac", rate=sample_rate, layout="mono")
+        aus.codec_context.time_base = Fraction(1, sample_rate)
+        for i in range(max(1, round(seconds * float(rate)))):
+            frame = av.VideoFrame.from_ndarray(draw_frame(i, size), format="rgb24")
+            frame.pts = i
+            out.mux(vs.encode(frame))
+        out.mux(vs.encode(None))
+        for start, samples in clips:
+            first = round(start * sample_rate)
+            # whole 1024-sample AAC frames, so the encoder never merges the end of one clip
+            # with the start of the next (which would shift the next clip's timestamps)
+            samples = np.pad(samples, (0, -len(samples) % 1024))
+            for k in range(0, len(samples), 1024):
+                frame = av.AudioFrame.from_ndarray(samples[None, k : k + 1024], format="fltp", layout="mono")
+                frame.sample_rate = sample_rate
+                frame.pts = first + k
+                frame.time_base = Fraction(1, sample_rate)
+                out.mux(aus.encode(frame))
+        out.mux(aus.encode(None))
+    return path
+
+
+def _as_float_samples(samples: np.ndarray) -> np.ndarray:
+    arr = np.asarray(samples)
+    if arr.dtype.kind in "iu":
+        arr = arr.astype(np.float32) / 32768.0
+    return np.ascontiguousarray(arr, np.float32).reshape(-1)

@@ -8,6 +8,11 @@ How a batch is read (measurements: research/env_feasibility.md §1):
   target's keyframe only when that keyframe lies more than SEEK_COST_FRAMES past the decode
   position; otherwise it decodes on. Cost is about min(N * GOP/2, T) decoded frames, so dense
   requests turn into a single sequential pass by themselves.
+- Non-reference frames that are not targets are not decoded at all (skip_frame="NONREF" per
+  packet: no other frame depends on them): about half the frames of x264's default B-pyramid.
+- A call with enough work is cut into contiguous runs of whole GOPs of about equal work, each
+  decoded by its own single-threaded decoder on its own thread (up to MAX_DECODERS, one per core
+  by default): FFmpeg's frame threads gain little on seek-heavy reads, separate decoders scale.
 - `approximate=True` decodes keyframes only (`skip_frame="NONKEY"`), returning for each target
   the keyframe at or before it: 5-20x faster, up to one GOP early.
 - Seeks that land past their keyframe (MPEG-TS) step back; AVI's fake pts are replaced by
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +44,10 @@ log = logging.getLogger(__name__)
 
 SEEK_COST_FRAMES = 8
 """A seek (demuxer jump + decoder flush and refill) costs about this many decoded frames."""
+MAX_DECODERS = 4
+"""Most decoders one call runs side by side (each single-threaded, each on its own GOPs)."""
+PARALLEL_MIN_FRAMES = 60
+"""Below about this many frames to decode, one call uses one decoder."""
 _MAX_RESEEKS = 8
 _MAX_BAD_PACKETS = 64
 _REFETCH = "fetch it again"
@@ -187,14 +198,35 @@ def _rotation(frame) -> int:
     return round(-(frame.rotation or 0) / 90.0) % 4 * 90
 
 
-def _decoded(container, stream, path, landed: list, counter: list[int] | None = None) -> Iterator:
+@dataclass
+class _Skip:
+    """Which packets to decode: non-reference frames before the call's last target that are no
+    target themselves are skipped (skip_frame="NONREF": no frame depends on them), about half the
+    frames of x264's default B-pyramid. Frames past the last target are decoded in full, so a later
+    call that goes on forward from there finds every frame. Shared by the reader and its live frame
+    iterator: each call sets its own targets."""
+
+    wanted: set[int] = field(default_factory=set)
+    """pts of the frames the current call needs."""
+    last: int = -1
+    """The largest of them."""
+
+
+def _decoded(container, stream, path, landed: list, counter: list[int] | None = None,
+             skip: _Skip | None = None) -> Iterator:
     """Decode on from the demuxer's position. As with the ffmpeg CLI, a packet the decoder rejects
     costs its frame, not the read. `landed` receives the first packet's pts (where a seek went)."""
     run = bad = 0
+    cc, mode = stream.codec_context, None
     try:
         for packet in container.demux(stream):
             if not landed and packet.size:
                 landed.append(packet.pts)
+            if skip is not None:
+                p = packet.pts
+                want = "DEFAULT" if p is None or p > skip.last or p in skip.wanted else "NONREF"
+                if want != mode:
+                    cc.skip_frame = mode = want
             try:
                 frames = packet.decode()
             except av.InvalidDataError:
@@ -279,13 +311,18 @@ class VideoReader:
     """Reads frames by number or by time; exact by default.
 
     One call with many targets is much faster than many calls: each GOP is decoded at most once
-    per call and backward seeks happen only between GOPs. `threads=0` lets FFmpeg choose.
+    per call and backward seeks happen only between GOPs. `threads` caps the decoding threads:
+    0 = one per core (up to MAX_DECODERS parallel decoders); 1 = a single single-threaded decoder.
+    Not thread-safe: use one reader per thread.
     """
 
     def __init__(self, path: str | Path, *, approximate: bool = False, threads: int = 0) -> None:
         self.path = str(path)
         self.approximate = approximate
         self._threads, self._count, self._cursor = threads, [0], None
+        self._skip: _Skip | None = None
+        self._twins: list[VideoReader] = []  # extra decoders for parallel calls (opened lazily)
+        self._pool: ThreadPoolExecutor | None = None
         self._container, self._stream = _open(path)
         try:
             self._index = idx = _build_index(self._container, self._stream, self.path)
@@ -301,6 +338,8 @@ class VideoReader:
             fps = fps or (len(idx.pts) / duration if duration > 0 else 25.0)
             self.info = _info(path, self._stream, _rotation(first), fps, duration, len(idx.pts))
             idx.counted = idx.counted and (bool(self._stream.codec_context.has_b_frames) or not idx.timed)
+            if idx.timed and not idx.counted:  # skipping needs trustworthy pts on packets and frames
+                self._skip = _Skip()
         except BaseException:
             self._container.close()
             raise
@@ -319,8 +358,9 @@ class VideoReader:
 
     @property
     def decoded_frames(self) -> int:
-        """Frames decoded so far: the cost of the reads (~N * GOP/2 for sparse exact ones)."""
-        return self._count[0]
+        """Frames decoded so far: the cost of the reads (~N * GOP/2 for sparse exact ones, half
+        that where non-reference frames are skipped)."""
+        return self._count[0] + sum(t._count[0] for t in self._twins)
 
     @property
     def keyframe_indices(self) -> list[int]:
@@ -356,10 +396,10 @@ class VideoReader:
             if self.approximate:  # each target maps to its keyframe; decode each keyframe once
                 keys = self._index.keys
                 keymap = {t: keys[max(0, bisect_right(keys, t) - 1)] for t in targets}
-                got = self._decode_keyframes(sorted(set(keymap.values())), rs)
+                got = self._fetch_keyframes(sorted(set(keymap.values())), rs)
                 found = {t: got[k] for t, k in keymap.items()}
             else:
-                found = self._decode(targets, rs)
+                found = self._fetch(targets, rs)
         except BaseException as e:
             self._cursor = None  # the decoder's state is unknown: the next call seeks afresh
             if isinstance(e, av.FFmpegError):
@@ -378,6 +418,12 @@ class VideoReader:
 
     def close(self) -> None:
         self._cursor = None
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        for twin in self._twins:
+            twin.close()
+        self._twins = []
         self._container.close()
 
     def __enter__(self) -> Self:
@@ -390,7 +436,85 @@ class VideoReader:
         i = self.info
         return f"VideoReader({i.path!r}, {i.width}x{i.height}, {i.num_frames} frames, {i.duration:.2f}s)"
 
-    # -- decoding --
+    # -- decoding: the two steps other backends (lvu.media.backends) replace --
+
+    def _fetch(self, targets: list[int], rs: Resize | None) -> dict[int, tuple[np.ndarray, int]]:
+        """Sorted, distinct target pts -> (RGB array in display orientation, pts of that frame)."""
+        parts = self._split(targets, keyframes=False)
+        if len(parts) < 2:
+            return self._decode(targets, rs)
+        return self._in_parallel(parts, rs, keyframes=False)
+
+    def _fetch_keyframes(self, keys: list[int], rs: Resize | None) -> dict[int, tuple[np.ndarray, int]]:
+        """Like `_fetch`, for keyframe pts only (approximate mode)."""
+        parts = self._split(keys, keyframes=True)
+        if len(parts) < 2:
+            return self._decode_keyframes(keys, rs)
+        return self._in_parallel(parts, rs, keyframes=True)
+
+    # -- parallel calls: contiguous runs of GOPs, one single-threaded decoder each --
+
+    def _decoders(self) -> int:
+        n = self._threads or (os.cpu_count() or 1)
+        return max(1, min(n, MAX_DECODERS))
+
+    def _split(self, targets: list[int], keyframes: bool) -> list[list[int]]:
+        """Cut sorted targets into runs of whole GOPs of about equal decoding work (frames from
+        each GOP's keyframe to its last target; one frame per keyframe in approximate mode)."""
+        n = self._decoders()
+        if n < 2 or len(targets) < 2 or self._index.counted or not self._index.timed:
+            return [targets]
+        keys, pts = np.asarray(self._index.keys), self._index.pts
+        ts = np.asarray(targets)
+        gop = np.maximum(np.searchsorted(keys, ts, side="right") - 1, 0)  # each target's keyframe
+        cuts = np.flatnonzero(np.diff(gop)) + 1  # where a new GOP starts in `targets`
+        if len(cuts) == 0:
+            return [targets]
+        firsts, lasts = np.r_[0, cuts], np.r_[cuts - 1, len(ts) - 1]
+        if keyframes:
+            work = np.full(len(firsts), 1 + SEEK_COST_FRAMES)
+        else:  # frames from each GOP's keyframe to its last target
+            work = np.searchsorted(pts, ts[lasts]) - np.searchsorted(pts, keys[gop[firsts]]) + 1 + SEEK_COST_FRAMES
+        total = int(work.sum())
+        if total < PARALLEL_MIN_FRAMES:
+            return [targets]
+        n = min(n, len(firsts))
+        # GOP g goes to part floor(n * work done before g / total): contiguous, about equal work
+        part_of = np.minimum((n * (np.cumsum(work) - work) / total).astype(int), n - 1)
+        starts = np.r_[0, firsts[np.flatnonzero(np.diff(part_of)) + 1], len(ts)]
+        return [targets[a:b] for a, b in zip(starts[:-1], starts[1:]) if b > a]
+
+    def _twin(self) -> VideoReader:
+        """Another decoder over the same file and frame table (single-threaded)."""
+        twin = object.__new__(VideoReader)
+        twin.path, twin.approximate, twin.info = self.path, self.approximate, self.info
+        twin._threads, twin._count, twin._cursor = 1, [0], None
+        twin._index, twin._tb, twin._origin = self._index, self._tb, self._origin
+        twin._skip = _Skip() if self._skip is not None else None
+        twin._twins, twin._pool = [], None
+        twin._container, twin._stream = _open(self.path)
+        twin._rewind()
+        return twin
+
+    def _in_parallel(self, parts: list[list[int]], rs: Resize | None, keyframes: bool) -> dict:
+        while len(self._twins) < len(parts):
+            self._twins.append(self._twin())
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._decoders(), thread_name_prefix="lvu-decode")
+        self._cursor = None  # the twins move the file position; the main decoder starts afresh
+
+        def work(twin: VideoReader, part: list[int]) -> dict:
+            try:
+                return twin._decode_keyframes(part, rs) if keyframes else twin._decode(part, rs)
+            except BaseException:
+                twin._cursor = None
+                raise
+
+        out: dict[int, tuple[np.ndarray, int]] = {}
+        for got in self._pool.map(work, self._twins, parts):
+            out.update(got)
+        return out
+
 
     def _rewind(self) -> None:
         self._container, self._stream = _rewind(self._container, self._stream, self.path)
@@ -418,6 +542,8 @@ class VideoReader:
         """Sweep forward over sorted target pts: target -> (array, pts of the frame shown)."""
         out: dict[int, tuple[np.ndarray, int]] = {}
         keys, pts = self._index.keys, self._index.pts
+        if self._skip is not None and targets:
+            self._skip.wanted, self._skip.last = set(targets), targets[-1]
         for t in targets:
             ki = max(0, bisect_right(keys, t) - 1)
             cur = self._cursor
@@ -433,7 +559,7 @@ class VideoReader:
     def _seek(self, ki: int, reseeks: int = 0) -> _Cursor:
         self._seek_to(ki, hard=reseeks > 0)
         landed: list = []
-        frames = _decoded(self._container, self._stream, self.path, landed, self._count)
+        frames = _decoded(self._container, self._stream, self.path, landed, self._count, self._skip)
         self._cursor = _Cursor(frames, ki, self._index.keys[ki] - 1, landed, reseeks=reseeks)
         return self._cursor
 

@@ -297,53 +297,70 @@ def _distance(span: tuple[float, float], anchor: tuple[float, float]) -> float:
     return max(0.0, anchor[0] - span[1], span[0] - anchor[1])
 
 
-def choose(question: str, options: list[str], ev: Evidence) -> tuple[int | None, list[int]]:
-    """(chosen option index or None, options not ruled out) from the evidence."""
-    everyone = list(range(len(options)))
-    norm_options = [normalize(o) for o in options]
+_COUNTING = re.compile(r"\bhow (many|often)\b|\bnumber of times\b", re.IGNORECASE)
+
+Choice = tuple[int | None, list[int]]
+"""(chosen option index or None, options not ruled out)."""
+
+
+def choose(question: str, options: list[str], ev: Evidence) -> Choice:
+    """Pick the option the timed text evidence supports, by what the question asks."""
     q_quoted = [normalize(s) for s in quoted(question)]
-
-    if re.search(r"\bhow (many|often)\b|\bnumber of times\b", question, re.IGNORECASE) and q_quoted:
-        seen = ev.runs(q_quoted[0])
-        numbers = [option_number(o) for o in options]
-        valid = [i for i in everyone if numbers[i] is not None]
-        if seen and valid:
-            return min(valid, key=lambda i: (abs(numbers[i] - seen), i)), everyone
-        return None, everyone
-
+    if _COUNTING.search(question) and q_quoted:
+        return _by_count(q_quoted[0], options, ev)
     pairs = [ordered_pair(o) for o in options]
     if sum(p is not None for p in pairs) * 2 >= len(options):
-        def first(phrase: str) -> float | None:
-            spans = ev.sightings(phrase)
-            return min(a for a, _ in spans) if spans else None
+        return _by_order(pairs, ev)
+    return _by_sighting(question, q_quoted, options, ev)
 
-        scores = []
-        for p in pairs:
-            ta, tb = (first(p[0]), first(p[1])) if p else (None, None)
-            scores.append(0 if ta is None or tb is None or ta == tb else (1 if ta < tb else -1))
-        best = max(scores)
-        tied = [i for i in everyone if scores[i] == best]
-        return (tied[0] if best > 0 and len(tied) == 1 else None), tied
 
+def _by_count(phrase: str, options: list[str], ev: Evidence) -> Choice:
+    """The option whose number is closest to the separate appearances of the phrase."""
+    everyone = list(range(len(options)))
+    seen = ev.runs(phrase)
+    numbers = [option_number(o) for o in options]
+    valid = [i for i in everyone if numbers[i] is not None]
+    if not seen or not valid:
+        return None, everyone
+    return min(valid, key=lambda i: (abs(numbers[i] - seen), i)), everyone
+
+
+def _by_order(pairs: list[tuple[str, str] | None], ev: Evidence) -> Choice:
+    """The one statement whose two phrases were first seen in its order; contradicted ones are
+    ruled out."""
+
+    def first(phrase: str) -> float | None:
+        spans = ev.sightings(phrase)
+        return min(a for a, _ in spans) if spans else None
+
+    scores = []
+    for p in pairs:
+        ta, tb = (first(p[0]), first(p[1])) if p else (None, None)
+        scores.append(0 if ta is None or tb is None or ta == tb else (1 if ta < tb else -1))
+    best = max(scores)
+    tied = [i for i, score in enumerate(scores) if score == best]
+    return (tied[0] if best > 0 and len(tied) == 1 else None), tied
+
+
+def _by_sighting(question: str, q_quoted: list[str], options: list[str], ev: Evidence) -> Choice:
+    """With a moment (a time, or the span of a quoted subtitle): the option seen closest to it.
+    Without one: the option seen on most frames."""
+    everyone = list(range(len(options)))
     anchor: tuple[float, float] | None = None
-    times = question_times(question)
-    if times:
+    if times := question_times(question):
         anchor = (times[0], times[0])
-    else:
-        for phrase in q_quoted:  # a quoted subtitle: the cue that matches it best, if close enough
-            scored = [(_similarity(text, phrase), (a, b)) for a, b, text in ev.cues]
-            best = max(scored, default=(0.0, None), key=lambda x: x[0])
-            if best[0] >= CUE_RATIO:
-                anchor = best[1]
-                break
-    sightings = [ev.sightings(o) if o else [] for o in norm_options]
-    unseen = [i for i in everyone if not sightings[i]]
+    for phrase in q_quoted if anchor is None else []:  # a quoted subtitle: its best-matching cue
+        similarity, span = max(((_similarity(text, phrase), (a, b)) for a, b, text in ev.cues), default=(0.0, None))
+        if similarity >= CUE_RATIO:
+            anchor = span
+            break
+    sightings = [ev.sightings(o) if o else [] for o in map(normalize, options)]
     if anchor is not None:
         dist = [min((_distance(s, anchor) for s in sightings[i]), default=float("inf")) for i in everyone]
         best = min(dist)
         if best <= ev.tolerance() and dist.count(best) == 1:
             return dist.index(best), everyone
-        return None, unseen or everyone  # options seen only elsewhere are ruled out
+        return None, [i for i in everyone if not sightings[i]] or everyone  # seen only elsewhere: ruled out
     counts = [len(s) for s in sightings]
     top = max(counts, default=0)
     if top and counts.count(top) == 1:
@@ -390,13 +407,14 @@ class OcrMatch(Model):
         return Response(text=text, latency=time.perf_counter() - t0)
 
     def evidence(self, prompt: Prompt) -> Evidence:
-        frames = sorted(
-            ((f.timestamp, [t for ln in self.reader.read(f.image) if ln.score >= MIN_SCORE and (t := normalize(ln.text))])
-             for f in prompt.parts if isinstance(f, Frame) and f.image is not None),
-            key=lambda x: x[0],
-        )
+        """OCR every frame of the prompt (cached) and collect its cues, all normalised."""
+        frames = []
+        for f in prompt.parts:
+            if isinstance(f, Frame) and f.image is not None:
+                lines = [normalize(ln.text) for ln in self.reader.read(f.image) if ln.score >= MIN_SCORE]
+                frames.append((f.timestamp, [ln for ln in lines if ln]))
         cues = [(c.start, c.end, normalize(c.text)) for c in prompt.parts if isinstance(c, Subtitle)]
-        return Evidence(frames, cues)
+        return Evidence(sorted(frames, key=lambda x: x[0]), cues)
 
     def answer(self, prompt: Prompt) -> str:
         """The option letter (or, without options, the text read closest to the asked time)."""

@@ -1,0 +1,640 @@
+"""LongVideoBench (Wu et al., NeurIPS 2024 D&B): referring-reasoning MCQ over interleaved frames + subtitles.
+
+Tasks: `longvideobench` (frames + subtitles interleaved, the paper's input), `longvideobench-frames`
+(frames only) and `longvideobench-subtitles` (all subtitles, no frames): Table 6's three inputs.
+`split`: val (1,337 questions / 752 videos, answers public) or test (5,341 / 3,011, answers hidden:
+`write_submission`). `frames=0` with subtitles none is the question-only probe.
+
+Release layout (`--data DIR`, the HF repo unpacked): `lvb_val.json`, `lvb_test_wo_gt.json`,
+`videos/<video_path>`, `subtitles/<subtitle_path>` (`--video-dir`, `--set subtitle_dir=` move them).
+`--data FILE.json` reads one annotation file (its name sets the split). `--data hf:` (or no `--data`
+while LVU_OFFLINE is unset) reads HF_DATASET's parquet splits with `datasets`, media from
+`$HF_HOME/longvideobench/{videos,subtitles}` (where lmms-eval unpacks them). Both schemas go through
+`record_to_sample`: JSON `candidates` (4-5 options) or parquet `option0..option4` ("N/A" padding).
+Records keep `position` (annotated referred-frame indices), `question_wo_referring_query`,
+`view_count`, `type` in `extra` for depth analyses; labels: duration_group (as "(180,600]"),
+question_category (17 codes), level, topic_category.
+
+Protocol (official = the authors' `longvideobench_dataset.py` at fc3c553; it has no scorer, so the
+extraction is the author's own lmms-eval port, PR #117, whose docstring says it matches the paper):
+- frames (`frames`, default 256 = the loader's default and the top leaderboard rows; Table 8 gives
+  each model's best): `lvb:N` = `total = int(duration * avg_fps)`, `n = min(N, int(duration))`,
+  indices `int(total / n) * i`, shown at `i / fps`; `duration` is the annotation's, not the file's.
+- subtitles: the LVB JSON read as the official loader reads it (`official_cues`): text verbatim
+  (Whisper's leading space kept), file order, times minus starting_timestamp_for_subtitles, and a
+  Whisper end that is not a float (null, or an int such as 12) replaced by the clip `duration`
+  *before* the offset is subtracted. Placement (`interleave_official`, one pass in file order):
+  frames with t <= the cue mid-point go first; the cue is kept only when some frame lies strictly
+  inside (start, end), widened to mid +- 0.5 s for cues under 1 s. Subtitles-only (official
+  max_num_frames=-1) inserts every cue of the file, unfiltered and untimed (clips cut from longer
+  videos therefore get the whole source video's subtitles: reproduced).
+- prompt: the interleaved frames / cues, then one text part `Question: {q}\\nA. {c0}\\nB. ...\\n
+  Answer with the option's letter from the given choices directly.` (the official inputs list
+  joined by "\\n", as the paper's Appendix B.2 template shows; option letters `". ".join([L, c])`).
+- extraction (`parse_official`): strip, delete the prefixes of ANSWER_PREFIXES, take the first
+  [ABCDE] anywhere (so "Answer: C" reads A, "Both ..." reads B, "E" is read on 4-option questions
+  and scored wrong); no letter -> a random option letter ("as in the paper", seeded per sample by
+  `seed` and the id; Prediction.method "random" marks them).
+- scoring/aggregation: accuracy over all questions (micro), Table 7's layout: overall, 4 duration
+  groups, 17 categories, plus L1/L2 levels; failed samples count wrong. Test: uncounted.
+
+`compat="lmms-eval"` (tasks longvideobench_{val,test}_{i,v}, anchors §1.3): `_i` (subtitles
+interleave, default 16 frames = its YAML max_num_frames): frames by the same lvb:N loader, then ONE
+text `"\\n".join("<image>" / cue text) + "\\n" + q + "\\nA. c0..." + "\\nAnswer with ...\\n"` where
+the `<image>` slots and cue selection use `compute_frame_timestamps` (duration / N * i, or
+0..int(duration)-1), not the real frame times; frames go first (what chat models get). `_v`
+(subtitles none): `q\\nA. ...\\nAnswer ...\\n`, frames by the model's own reader (lmms:N, 32).
+Same parser, random fallback. max_new_tokens 32. No subtitles-only task.
+`compat="vlmevalkit"` (anchors §2.3, vlmeval/dataset/longvideobench.py): val only; frames
+`vlmevalkit:N` (default 8) or `frames="1fps"`/`"0.5fps"` (indices int(i * fps / F)); subtitles
+(use_subtitle) interleaved by the same rule at `index / fps`, each cue text + "\\n"; text
+`q\\nA. c0...\\nAnswer with ...` (no "Question: "); extraction `parse_vlmevalkit` (its prefix list
+with two missing commas: "Best answer:" / "Best option:" are NOT removed, "Answer:"/"Option:" are);
+no letter -> "Z" = wrong (exact_matching, its default). `vlmevalkit_flag_bug=true` reproduces the
+inverted `use_subtitle` flag of VLMEvalKit #573 .. #1588 (2024-11 .. 2026-06): subtitles appear
+exactly when they were NOT asked for (LongVideoBench_8frame had them, _8frame_subs did not).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import random
+import re
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.longvideobench_ref import CATEGORIES, DURATIONS, ERRATA, REFERENCE
+from lvu.errors import DataError, LvuError, SubtitleError
+from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
+from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
+                       Subtitle, SubtitleRef, Text, VideoRef)
+
+__all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "interleave_official", "official_cues", "parse_official",
+           "parse_vlmevalkit", "record_to_sample"]
+
+HF_DATASET = "longvideobench/LongVideoBench"
+HF_REVISION = "main"
+"""NOT a commit pin yet: the repo's full commit sha could not be read offline (the card's last
+commit is 60d1c89). Replace with `HfApi().dataset_info(HF_DATASET).sha` when online."""
+HF_SPLITS = {"val": "validation", "test": "test"}
+SPLIT_FILES = {"val": "lvb_val.json", "test": "lvb_test_wo_gt.json"}
+EXPECTED_QUESTIONS = {"val": 1337, "test": 5341}
+EXPECTED_VIDEOS = {"val": 752, "test": 3011}
+GROUPS = dict(zip((15, 60, 600, 3600), DURATIONS))
+"""duration_group field -> the paper's column name."""
+LEVELS = ("L1-Perception", "L2-Relation")
+COMPATS = ("official", "lmms-eval", "vlmevalkit")
+SUBTITLE_MODES = ("interleave", "none", "all")
+INSTRUCTION = "Answer with the option's letter from the given choices directly."
+ANSWER_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                   "The best option is", "The correct option is", "Best answer:", "Best option:")
+"""Deleted before the letter search (lmms-eval's parse_multi_choice_response, by the LVB author)."""
+VLMEVALKIT_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                       "The best option isThe correct option is", "Best answer:Best option:", "Answer:", "Option:")
+"""VLMEvalKit's extract_characters_regex list, with its two missing commas (glued entries)."""
+IMAGE_TOKEN = "<image>"
+LMMS_FRAMES = {"interleave": 16, "none": 32}
+LMMS_MAX_TOKENS = 32
+VLMEVALKIT_FRAMES = 8
+SUBMISSION_NAME = "longvideobench_test_for_submission.json"
+_FPS_WORD = re.compile(r"(\d+(?:\.\d+)?)fps")
+
+
+class _RecordError(Exception):
+    """'<what> — <fix>' for one record."""
+
+
+# ---- extraction ----------------------------------------------------------------------------------
+
+
+def parse_official(text: str) -> str | None:
+    """The official letter parser (lmms-eval `parse_multi_choice_response`): the first A-E after the
+    answer prefixes are deleted, or None (the caller then draws a random option)."""
+    s = text.strip()
+    for prefix in ANSWER_PREFIXES:
+        s = s.replace(prefix, "")
+    m = re.search(r"[ABCDE]", s)  # its "> 10 words and no letter" test returns the same thing
+    return m[0] if m else None
+
+
+def parse_vlmevalkit(text: str) -> str | None:
+    """VLMEvalKit's `extract_characters_regex` (glued prefixes included); None = its '' (wrong)."""
+    s = str(text).strip()
+    for prefix in VLMEVALKIT_PREFIXES:
+        s = s.replace(prefix, "")
+    m = re.search(r"[ABCDE]", s)
+    return m[0] if m else None
+
+
+def random_letter(seed: int, sample_id: str, n_options: int) -> str:
+    """The parse-failure draw: `random.choice` over the option letters, seeded by (seed, id) so a
+    sample always draws the same letter (lmms-eval draws from its global, run-order-dependent stream)."""
+    return random.Random(f"{seed}:{sample_id}").choice(LETTERS[:n_options])
+
+
+# ---- subtitles, as the official loader reads them ------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _subtitle_items(path: str) -> tuple[Any, ...]:
+    try:
+        items = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SubtitleError(f"{path}: subtitle file not found — unpack subtitles.tar next to the "
+                            "annotation file or pass --set subtitle_dir=DIR") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SubtitleError(f"{path}: not a LongVideoBench subtitle JSON ({e}) — re-extract subtitles.tar") from None
+    if not isinstance(items, list):
+        raise SubtitleError(f"{path}: expected a JSON list of subtitle items — re-extract subtitles.tar")
+    return tuple(items)
+
+
+def _hms(value: Any) -> float:
+    h, m, s = str(value).split(":")  # the official timestamp_to_seconds: exactly H:M:S
+    return int(h) * 3600 + int(m) * 60 + float(s)
+
+
+def official_cues(path: str | Path, offset: float, duration: float) -> list[Subtitle]:
+    """Every cue of an LVB subtitle JSON, in file order, as `insert_subtitles_into_frames` sees it:
+    verbatim text; Whisper items {"timestamp": [s, e], "text"} with a non-float e replaced by
+    `duration`; {"start": "H:M:S.f", "end", "line"} items; then both times minus `offset`."""
+    cues = []
+    for k, item in enumerate(_subtitle_items(str(path))):
+        try:
+            if "timestamp" in item:
+                start, end = item["timestamp"]
+                if not isinstance(end, float):
+                    end = duration
+                text = item["text"]
+            else:
+                start, end, text = _hms(item["start"]), _hms(item["end"]), item["line"]
+            cues.append(Subtitle(text="" if text is None else str(text), start=float(start) - offset,
+                                 end=float(end) - offset))
+        except (KeyError, TypeError, ValueError) as e:
+            raise SubtitleError(f"{path}: item {k} is not a subtitle ({type(e).__name__}: {e}) — "
+                                "expected timestamp/text or start/end/line") from None
+    return cues
+
+
+def _covers(cue: Subtitle, times: list[float]) -> bool:
+    start, end = cue.start, cue.end
+    if end - start < 1:
+        mid = (start + end) / 2
+        start, end = mid - 0.5, mid + 0.5
+    i = bisect.bisect_right(times, start)
+    return i < len(times) and times[i] < end
+
+
+def interleave_official(slots: list[tuple[float, Any]], cues: list[Subtitle]) -> list[Any]:
+    """The official single pass: for each cue in order, the not-yet-placed slots (frames, or
+    lmms-eval's "<image>") with time <= its mid-point, then the cue if it covers a frame; leftovers last."""
+    times = sorted(t for t, _ in slots)
+    out: list[Any] = []
+    i = 0
+    for cue in cues:
+        mid = (cue.start + cue.end) / 2
+        while i < len(slots) and slots[i][0] <= mid:
+            out.append(slots[i][1])
+            i += 1
+        if _covers(cue, times):
+            out.append(cue)
+    out.extend(item for _, item in slots[i:])
+    return out
+
+
+# ---- records ---------------------------------------------------------------------------------------
+
+
+def _options(record: dict) -> list[str]:
+    if "candidates" in record:
+        cands = record["candidates"]
+        if isinstance(cands, str):  # a CSV/TSV round trip leaves the list's repr
+            try:
+                cands = json.loads(cands)
+            except json.JSONDecodeError:
+                raise _RecordError("candidates is a string, not a list — use the release JSON") from None
+    else:  # parquet: option0..option4, "N/A" for a missing fifth option
+        cands = [record[f"option{i}"] for i in range(5) if record.get(f"option{i}") not in (None, "N/A")]
+    if not isinstance(cands, list) or not all(isinstance(c, str) for c in cands):
+        raise _RecordError("candidates must be a list of option strings")
+    if not 2 <= len(cands) <= 5:
+        raise _RecordError(f"{len(cands)} candidates — LongVideoBench questions have 4 or 5 (letters A-E)")
+    return cands
+
+
+def _number(record: dict, key: str, default: Any = _RecordError) -> float:
+    value = record.get(key)
+    if value is None:
+        if default is _RecordError:
+            raise _RecordError(f"no {key} — every record needs it (the loader samples frames by it)")
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _RecordError(f"{key}={value!r} is not a number")
+    return float(value)
+
+
+def record_to_sample(record: Any, *, benchmark: str, split: str, video_dir: Path, subtitle_dir: Path) -> Sample:
+    """One release record (JSON or hub parquet row) as a Sample; _RecordError names what is wrong."""
+    if not isinstance(record, dict):
+        raise _RecordError(f"a JSON {type(record).__name__}, not an object — each question is one object")
+    rid = record.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
+        raise _RecordError("no id — each question needs its id (e.g. '86CxyhFV9MI_0')")
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise _RecordError("no question text")
+    options = _options(record)
+    answer = None
+    if split == "val":  # the test files hide answers ("@" in the official loader); ignore any value there
+        choice = record.get("correct_choice")
+        if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(options):
+            raise _RecordError(f"correct_choice={choice!r} is not an index into {len(options)} candidates")
+        answer = choice
+    video = record.get("video_path") or (f"{record['video_id']}.mp4" if record.get("video_id") else None)
+    if not isinstance(video, str):
+        raise _RecordError("no video_path (or video_id) — cannot find the video")
+    duration = _number(record, "duration")
+    if duration <= 0:
+        raise _RecordError(f"duration={duration} — must be positive seconds")
+    offset = _number(record, "starting_timestamp_for_subtitles", 0.0)
+    subtitle = record.get("subtitle_path")
+    group = record.get("duration_group")
+    labels: dict[str, str | list[str]] = {}
+    if group is not None:
+        labels["duration_group"] = GROUPS.get(int(group), str(group)) if isinstance(group, (int, float)) else str(group)
+    for key in ("question_category", "level", "topic_category"):
+        if record.get(key) is not None:
+            labels[key] = str(record[key])
+    extra = {k: record[k] for k in ("video_id", "position", "question_wo_referring_query", "view_count", "type",
+                                    "duration_group") if record.get(k) is not None}
+    if isinstance(extra.get("position"), tuple):
+        extra["position"] = list(extra["position"])
+    return Sample(
+        id=str(rid), benchmark=benchmark, question=question, options=options, answer=answer, labels=labels,
+        video=VideoRef(path=str(video_dir / video), duration=duration), extra=extra,
+        subtitles=SubtitleRef(path=str(subtitle_dir / subtitle), offset=offset) if isinstance(subtitle, str) else None,
+    )
+
+
+def read_records(path: Path) -> list[Any]:
+    """The records of an annotation file (a JSON list; JSONL also read); DataError if unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found — pass the release folder or lvb_val.json with --data") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read ({e}) — it must be the UTF-8 release JSON") from None
+    try:
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        records = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}) — download it again") from None
+    if not isinstance(records, list):
+        raise DataError(f"{path}: a JSON {type(records).__name__}, not a list of questions — is it the release file?")
+    return records
+
+
+def _split_of(path: Path) -> str | None:
+    name = path.name.lower()
+    return "test" if "test" in name else "val" if ("val" in name or "validation" in name) else None
+
+
+# ---- the benchmark --------------------------------------------------------------------------------
+
+
+@register_benchmark("longvideobench")
+class LongVideoBench(Benchmark):
+    """LongVideoBench: 4-5-way MCQ on interleaved frames + subtitles (val 1,337 / test 5,341)."""
+
+    defaults = {"split": "val", "frames": 256, "subtitles": "interleave", "resize": None, "compat": "official",
+                "seed": 0, "subtitle_dir": None, "vlmevalkit_flag_bug": False}
+    expected_counts = EXPECTED_QUESTIONS
+    reference = REFERENCE
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        given = {k for k, v in settings.items() if v is not None}
+        s = self.settings
+        if s["compat"] not in COMPATS:
+            raise LvuError(f"compat={s['compat']!r} is unknown for {self.name} — use one of {', '.join(COMPATS)}")
+        if s["split"] == "validation":
+            s["split"] = "val"
+        data = s.get("data")
+        if data and not str(data).startswith("hf:") and Path(data).is_file() and (inferred := _split_of(Path(data))):
+            if "split" in given and s["split"] != inferred:
+                raise LvuError(f"{data} holds the {inferred} split but split={s['split']!r} — drop one of them")
+            s["split"] = inferred
+        if s["split"] not in SPLIT_FILES:
+            raise LvuError(f"split={s['split']!r} is unknown — use val or test")
+        if s["subtitles"] not in SUBTITLE_MODES:
+            raise LvuError(f"subtitles={s['subtitles']!r} is not a LongVideoBench input — use interleave, none or all")
+        if s["compat"] == "lmms-eval" and "frames" not in given:
+            s["frames"] = LMMS_FRAMES.get(s["subtitles"], 0)
+        if s["compat"] == "vlmevalkit" and "frames" not in given:
+            s["frames"] = VLMEVALKIT_FRAMES
+        if s["subtitles"] == "all" and "frames" not in given:
+            s["frames"] = 0
+        frames = s["frames"]
+        fps_word = isinstance(frames, str) and _FPS_WORD.fullmatch(frames)
+        if not (fps_word or (isinstance(frames, int) and not isinstance(frames, bool) and frames >= 0)):
+            raise LvuError(f"frames={frames!r} is not a frame count — use max_frames such as 256 (0 = no frames)")
+        if fps_word and s["compat"] != "vlmevalkit":
+            raise LvuError(f"frames={frames!r}: fps sampling is VLMEvalKit's preset — LongVideoBench samples "
+                           "min(N, duration) frames; use a count, or --compat vlmevalkit")
+        if s["subtitles"] == "all" and frames != 0:
+            raise LvuError("subtitles=all is the official subtitles-only input (max_num_frames=-1) — use frames=0")
+        if s["compat"] != "official" and s["subtitles"] == "all":
+            raise LvuError(f"{s['compat']} has no LongVideoBench subtitles-only task — use --compat official")
+        if s["compat"] == "vlmevalkit" and s["split"] != "val":
+            raise LvuError("VLMEvalKit runs LongVideoBench val only (lvb_val.json) — use split=val or --compat official")
+        if s["vlmevalkit_flag_bug"] and s["compat"] != "vlmevalkit":
+            raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
+        self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
+        self._probes: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def compat(self) -> str:
+        return self.settings["compat"]
+
+    @property
+    def with_subtitles(self) -> bool:
+        """Whether cues are interleaved; VLMEvalKit's flag bug inverts the request."""
+        wanted = self.settings["subtitles"] == "interleave"
+        return wanted != bool(self.settings["vlmevalkit_flag_bug"])
+
+    # ---- loading --------------------------------------------------------------------------------
+
+    def _source(self) -> tuple[list[tuple[str, Any]], Path]:
+        """(where, record) pairs and the release root (media folders live under it)."""
+        split, data = self.settings["split"], self.settings.get("data")
+        if not data or str(data).startswith("hf:"):
+            if not data and os.environ.get("LVU_OFFLINE"):
+                raise LvuError(f"{self.name} needs its release files: --data DIR holding {SPLIT_FILES[split]} "
+                               "(LVU_OFFLINE is set, so the hub copy is not used)")
+            root = Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "longvideobench"
+            rows = _hub_rows(split)
+            return [(f"{HF_DATASET}[{HF_SPLITS[split]}] row {i}", r) for i, r in enumerate(rows, 1)], root
+        path = Path(data).expanduser()
+        if path.is_dir():
+            root, path = path, path / SPLIT_FILES[split]
+            if not path.exists():
+                raise LvuError(f"{root}: no {SPLIT_FILES[split]} — download {HF_DATASET} (huggingface-cli download "
+                               f"{HF_DATASET} --repo-type dataset) and pass its folder")
+        else:
+            root = path.parent
+        return [(f"{path.name} record {i}", r) for i, r in enumerate(read_records(path), 1)], root
+
+    def load(self) -> tuple[list[Sample], list[BadRecord]]:
+        if self._loaded is not None:
+            return self._loaded
+        pairs, root = self._source()
+        video_dir = Path(self.settings.get("video_dir") or root / "videos").expanduser()
+        subtitle_dir = Path(self.settings.get("subtitle_dir") or root / "subtitles").expanduser()
+        samples, bad, seen = [], [], {}
+        for where, record in pairs:
+            try:
+                sample = record_to_sample(record, benchmark=self.name, split=self.settings["split"],
+                                          video_dir=video_dir, subtitle_dir=subtitle_dir)
+                if sample.id in seen:
+                    raise _RecordError(f"id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
+            except _RecordError as e:
+                bad.append(BadRecord(id=where, error=f"{where}: {e}"))
+                continue
+            seen[sample.id] = where
+            samples.append(sample)
+        self._loaded = samples, bad
+        return self._loaded
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        samples, bad = self.load()
+        split = self.settings["split"]
+        videos = {s.extra.get("video_id") or Path(s.video.path).stem for s in samples}
+        if not bad and len(videos) != EXPECTED_VIDEOS[split]:
+            problems.append(f"{self.name} {split}: {len(videos)} videos, the paper has {EXPECTED_VIDEOS[split]}")
+        for s in samples:
+            category, level, group = (s.labels.get(k) for k in ("question_category", "level", "duration_group"))
+            if category not in CATEGORIES:
+                problems.append(f"{s.id}: question_category {category!r} is not one of the 17 codes")
+            if level not in LEVELS:
+                problems.append(f"{s.id}: level {level!r} is not L1-Perception or L2-Relation")
+            if group not in DURATIONS:
+                problems.append(f"{s.id}: duration_group {group!r} is not 15, 60, 600 or 3600")
+            if s.subtitles is None and self.settings["subtitles"] != "none":
+                problems.append(f"{s.id}: no subtitle_path — run {self.name}-frames or add the field")
+        return problems
+
+    # ---- input plan and prompt -----------------------------------------------------------------
+
+    def _probe(self, path: str) -> tuple[float, int]:
+        with self._lock:
+            if path in self._probes:
+                return self._probes[path]
+        from lvu.media.video import probe
+
+        info = probe(path)
+        value = (info.fps, info.num_frames or round(info.duration * info.fps))
+        with self._lock:
+            self._probes[path] = value
+        return value
+
+    def frame_indices(self, sample: Sample) -> tuple[list[int], float]:
+        """(frame numbers, fps) of this sample's frames under the active protocol."""
+        frames = self.settings["frames"]
+        if frames == 0:
+            return [], 0.0
+        fps, total = self._probe(sample.video.path)
+        if self.compat == "vlmevalkit":
+            if isinstance(frames, str):  # fps preset: int(i * fps / F) for i < int(total / fps * F)
+                rate = float(_FPS_WORD.fullmatch(frames).group(1))  # type: ignore[union-attr]
+                return [int(i * fps / rate) for i in range(int(total / fps * rate))], fps
+            return Vlmevalkit(n=frames).frame_indices(total, fps), fps
+        if self.compat == "lmms-eval" and not self.with_subtitles:  # `_v`: the model's reader
+            return Lmms(n=frames).frame_indices(total, fps), fps
+        return Lvb(n=frames).frame_indices(total, fps, duration=sample.video.duration), fps
+
+    def plan(self, sample: Sample, duration: float) -> InputPlan:
+        indices, fps = self.frame_indices(sample)
+        # Subtitles are read by this module (official_cues), so the engine's generic cue path is off.
+        return InputPlan(timestamps=[i / fps for i in indices], subtitle_mode="none", resize=self.settings["resize"])
+
+    def question_text(self, sample: Sample) -> str:
+        """The text after the frames / cues, byte for byte as the active protocol writes it."""
+        options = "\n".join(". ".join([LETTERS[i], c]) for i, c in enumerate(sample.options))
+        if self.compat == "official":
+            return f"Question: {sample.question}\n{options}\n{INSTRUCTION}"
+        if self.compat == "lmms-eval":
+            return f"{sample.question}\n{options}\n{INSTRUCTION}\n"
+        return f"{sample.question}\n{options}\n{INSTRUCTION}"
+
+    def cues(self, sample: Sample) -> list[Subtitle]:
+        sub = sample.subtitles
+        if sub is None:
+            return []
+        return official_cues(sub.path, sub.offset, float(sample.video.duration or 0.0))
+
+    def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
+        """`cues` from the engine are not used: LongVideoBench's cue reading and placement are part
+        of its protocol (see the module docstring) and are done here from the subtitle file."""
+        text = self.question_text(sample)
+        parts: list[Any]
+        if self.settings["subtitles"] == "all":  # subtitles only: every cue, file order, no frames
+            parts = [*self.cues(sample), Text(text=text)]
+        elif self.compat == "lmms-eval":
+            if self.with_subtitles:  # `_i`: placeholders + cues on lmms-eval's own timestamp grid
+                d, n = float(sample.video.duration or 0.0), self.settings["frames"]
+                grid = [d / n * i for i in range(n)] if d > n else [float(i) for i in range(int(d) if n else 0)]
+                items = interleave_official([(t, IMAGE_TOKEN) for t in grid], self.cues(sample))
+                prefix = "\n".join(x if isinstance(x, str) else x.text for x in items)
+                text = f"{prefix}\n{text}"
+            parts = [*frames, Text(text=text)]
+        else:
+            items = [(f.timestamp, f) for f in frames]
+            placed = interleave_official(items, self.cues(sample)) if self.with_subtitles else [f for _, f in items]
+            if self.compat == "vlmevalkit":
+                placed = [p.model_copy(update={"text": p.text + "\n"}) if isinstance(p, Subtitle) else p for p in placed]
+            parts = [*placed, Text(text=text)]
+        return Prompt(parts=parts, choices=list(sample.options), question=sample.question, temperature=0.0,
+                      max_tokens=LMMS_MAX_TOKENS if self.compat == "lmms-eval" else 64)
+
+    # ---- extraction, scoring, aggregation --------------------------------------------------------
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        if self.compat == "vlmevalkit":
+            letter = parse_vlmevalkit(response.text)
+            return Prediction(value=None if letter is None else LETTERS.index(letter), method="vlmevalkit")
+        letter = parse_official(response.text)
+        if letter is None:
+            pick = random_letter(self.settings["seed"], sample.id, len(sample.options))
+            return Prediction(value=LETTERS.index(pick), method="random")
+        return Prediction(value=LETTERS.index(letter), method="rule")
+
+    def score(self, sample: Sample, prediction: Prediction) -> Score:
+        if sample.answer is None:
+            return Score(value=0.0, counted=False, explanation="test split: answers hidden — write a submission")
+        answer = LETTERS[sample.answer]  # type: ignore[index]
+        if prediction.value is None:
+            return Score(value=0.0, correct=False, explanation=f"no letter in the reply (VLMEvalKit 'Z'); answer {answer}")
+        got = LETTERS[prediction.value]  # type: ignore[index]
+        ok = prediction.value == sample.answer
+        how = f"random pick {got} (no letter in the reply, seed {self.settings['seed']})" \
+            if prediction.method == "random" else f"predicted {got}"
+        if prediction.value >= len(sample.options):  # type: ignore[operator]
+            how += f" (not one of the {len(sample.options)} options)"
+        return Score(value=float(ok), correct=ok, explanation=f"{how}, answer {answer}")
+
+    def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
+        """Question-weighted accuracy in Table 7's layout: overall ("all"), the duration groups,
+        the 17 categories (L1 then L2), then the two levels. Failed samples count as wrong."""
+        counted = [r for r in results if r.counted]
+        if not counted and results:
+            name = f"{self.settings['split']}: answers hidden — write a submission"
+            return [Breakdown(title="overall", rows=[(name, 0, float("nan"))])]
+        tables = {"duration_group": DURATIONS, "question_category": CATEGORIES, "level": LEVELS}
+        groups: dict[str, dict[str, list[float]]] = {k: {} for k in tables}
+        for r in counted:
+            for key in tables:
+                value = r.labels.get(key)
+                if value is not None:
+                    groups[key].setdefault(str(value), []).append(_value(r))
+        out = [Breakdown(title="overall", rows=[("all", len(counted), _pct([_value(r) for r in counted]))])]
+        for key, order in tables.items():
+            names = [g for g in order if g in groups[key]] + sorted(set(groups[key]) - set(order))
+            out.append(Breakdown(title=key, rows=[(g, len(groups[key][g]), _pct(groups[key][g])) for g in names]))
+        return out
+
+    # ---- saved predictions and submissions -------------------------------------------------------
+
+    def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
+        """Responses from: the leaderboard / lmms-eval submission JSON {id: response}; lvu's export
+        JSONL (sample_id, response); lmms-eval `--log_samples` JSONL (doc.id, resps)."""
+        samples = {s.id: s for s in self.load()[0]}
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and "sample_id" not in whole and "doc" not in whole:
+            unknown = [k for k in whole if k not in samples]
+            if unknown:
+                raise DataError(f"{path}: id {unknown[0]!r} is not a {self.settings['split']} question "
+                                f"({len(unknown)} unknown) — check --set split=")
+            return [(samples[k], "" if v is None else str(v)) for k, v in whole.items()]
+        pairs = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                key = row.get("sample_id") or (row.get("doc") or {}).get("id")
+                response = row.get("response")
+                if response is None:
+                    response = row.get("filtered_resps") or row["resps"]
+                    while isinstance(response, list):
+                        response = response[0] if response else ""
+                pairs.append((samples[str(key)], str(response or "")))
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+                raise DataError(f"{path}:{lineno}: not a prediction line with a known LongVideoBench id ({e}) — "
+                                "expected {id: response} JSON, lvu's sample_id/response or lmms-eval's doc.id/resps") from None
+        return pairs
+
+    def write_submission(self, results: list[SampleResult], path: Path) -> Path:
+        """The leaderboard file lmms-eval writes: one JSON object {question id: raw response}
+        (longvideobench_test_for_submission.json); failed samples get "". A folder gets that name."""
+        path = Path(path)
+        if path.is_dir() or not path.suffix:
+            path = path / SUBMISSION_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {r.sample_id: r.response or "" for r in results}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{time.monotonic_ns()}.tmp")
+        try:
+            tmp.write_text(json.dumps(payload), encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+
+def _value(r: SampleResult) -> float:
+    return r.score if r.score is not None and not r.error else 0.0
+
+
+def _pct(values: list[float]) -> float:
+    return 100.0 * sum(values) / len(values) if values else float("nan")
+
+
+def _hub_rows(split: str) -> list[dict]:
+    """HF_DATASET's parquet split (validation | test) at HF_REVISION; the repo is gated (HF_TOKEN)."""
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise LvuError("reading LongVideoBench from the hub needs `datasets`: pip install 'lvu[hub]' "
+                       "(or pass --data DIR with lvb_val.json / lvb_test_wo_gt.json)") from None
+    try:
+        return [dict(r) for r in load_dataset(HF_DATASET, split=HF_SPLITS[split], revision=HF_REVISION)]
+    except Exception as e:  # noqa: BLE001 — network, gating, missing split: one line
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise LvuError(f"cannot load {HF_DATASET} [{HF_SPLITS[split]}] ({type(e).__name__}: {first}) — accept the "
+                       "dataset's terms and set HF_TOKEN, or pass --data DIR with the release files") from None
+
+
+@register_benchmark("longvideobench-frames")
+class LongVideoBenchFrames(LongVideoBench):
+    """LongVideoBench with frames only (Table 6's "w/o subtitles"; lmms-eval's `_v` under its compat)."""
+
+    defaults = {**LongVideoBench.defaults, "subtitles": "none"}
+
+
+@register_benchmark("longvideobench-subtitles")
+class LongVideoBenchSubtitles(LongVideoBench):
+    """LongVideoBench with all subtitles and no frames (the official max_num_frames=-1 input)."""
+
+    defaults = {**LongVideoBench.defaults, "subtitles": "all", "frames": 0}

@@ -1,0 +1,684 @@
+"""MLVU (Zhou et al., 2024): multi-task long-video understanding, dev and test sets.
+
+Release layout (official repo JUNJIE99/MLVU and hub dataset MLVU/MVLU): nine JSON lists
+`json/1_plotQA.json … 9_summary.json` and the videos in one folder per file, `video/1_plotQA/…`
+(the hub snapshot puts both under `MLVU/`). `data` may be that snapshot, the `MLVU/` or `json/`
+folder, or one JSON file; `video_dir` overrides the video root. A video is looked for in
+`<root>/<file stem>/`, then `<root>/<question_type>/` (the repo's older MLVU_all layout), then
+`<root>/` (the test set's flat `video/`). Records: {video, duration, question, candidates,
+answer (the option *text*), question_type} (+ scoring_points in 8_sub_scene; the VS and SSC
+generation records have no candidates). Dev ids are `<task>_<n>` (PQA_0, …) in file order; the
+test set (`test_question.json`, 6 options, 11 tasks, answers hidden; `question_id` such as AR_0)
+keeps its ids. With no `data` and LVU_OFFLINE unset, the JSON files come from the hub
+(HUB_DATASETS at HUB_REVISION, through the same record mapper); videos always come from disk.
+
+Protocol (official repo wins over the paper, whose Figure 11 prompt text is an image):
+- frames: `frames` (default 16, the paper's most common "16 frm" and the repo's VideoChat2
+  template) sampled by the repo's `get_index`: seg = (T-1)/N, index_i = int(seg/2 + round(seg*i))
+  on the decoder's frame count T; `fps=F` instead gives the paper's "N fps" mode (t = k/F, GPT-4o
+  used 0.5 fps at 512x512: `resize`). No subtitles (all MLVU questions are visual).
+- MCQ prompt (evaluation/multiple_choice_evaluation/choice_bench.py + videochat2/choice_bench.py):
+  system SYSTEM_MC; user text = qa_template(question, candidates) + "\\nOnly give the best option."
+  after the video; the assistant turn is pre-filled with "Best Option: (". The template's comment
+  glues "Only give…" on without the newline; every script the authors ran (VideoChat, VideoChat2,
+  Video-LLaVA test_bench.py) puts "\\n" before it, so lvu does too. Generation: system SYSTEM_GEN,
+  user text = the question as given (VS questions are paraphrases of "Please summarize…").
+- extraction, `check_ans` as written: on the reply (stripped, as every official script strips
+  the decoded text), take the character just before the first ")"; with no ")" the whole reply.
+  That string must equal the answer letter, case-sensitively. So "B" and "B) x" and "(B)" score,
+  "B." and "b)" do not, and "A man (in red) B)" compares "d". The answer letter is the index of
+  the LAST candidate equal to the answer text (the template's loop never breaks); when no
+  candidate equals it the letter is chr(ord('A')-1) = '@' and the question counts as wrong.
+- aggregation (paper Table 1): accuracy per MCQ task, M-Avg = unweighted mean over the MCQ tasks
+  (7 on dev, 9 on test; the repo's newest template averages per task type too; older ones
+  printed a question-weighted "Avg", which the paper does not use). G-Avg = mean of SSC and VS,
+  each the mean of the judge's two 1-5 sub-scores summed (2-10). The judge is not part of this
+  module: generation samples are run and stored with their reply, scored
+  Score(value=nan, counted=False, explanation=JUDGE_PENDING) until the MLVU judge (issue 6)
+  fills in values; aggregate() already averages judged (counted) generation scores.
+- test set: answers hidden → counted=False; write_submission writes the official
+  [{"question_id","question_type","option"}] list (option = reply before its first ")",
+  stripped, exactly as Evaluation_Test/test_bench.py does) and the generation outputs
+  subplot_all.json / summary_all.json ({video_name, Q, A, pred}) that the official judge scripts
+  read. If a test file carries answers (the 2025 ground-truth release) they are scored as dev.
+
+compat (research/anchors_harnesses.md §1.3, §2.3, §6; code read: lmms-eval 0.7.3 wheel,
+VLMEvalKit vlmeval/dataset/mlvu.py @296425e and utils/mlvu.py, utils/matching_util.py @18fc37a):
+- "lmms-eval": MCQ only (no generation tasks); no system prompt, no prefill; dev text =
+  question + option lines + "\\nOnly give the best option.\\nBest option: (" inside the user turn
+  (lowercase "option"), test text = question + option lines only (mlvu_test.yaml has no
+  post_prompt); letters by its extract_mcq_answer restricted to A-D (test answers E/F can never
+  score); frames lmms:N; max 16 new tokens; M-Avg = sum of per-type accuracies over its fixed type
+  set (7 dev / 9 test) divided by the set size, a missing type counting 0.
+- "vlmevalkit": system SYS, then qa_template text, then the frames, then "\\nOnly give the best
+  option." (no prefill); frames vlmevalkit:N (fps mode: int(i*fps_video/F)); check_ans, else its
+  `exact_matching` fallback can_infer (option letter, then option text; first-match answer
+  letter); M-Avg = correct/total over plotQA, needle, ego, count, anomaly_reco, topic_reasoning —
+  question-weighted and WITHOUT action order (its type list omits 'order'); G-Avg = summed
+  int-truncated judge scores / count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.mlvu_ref import REFERENCE
+from lvu.errors import DataError, LvuError
+from lvu.media.sampling import Fps, Lmms, Vlmevalkit
+from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text
+
+SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
+             "select the best option that accurately addresses the question.")
+SYSTEM_GEN = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
+              "answer the given questions.")
+MC_INSTRUCTION = "\nOnly give the best option."
+ASSISTANT_PREFIX = "Best Option: ("
+LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
+JUDGE_PENDING = "needs the MLVU generation judge — see issue 6"
+COMPATS = ("official", "lmms-eval", "vlmevalkit")
+HUB_DATASETS = {"dev": "MLVU/MVLU", "test": "MLVU/MLVU_Test"}
+HUB_REVISION = "main"
+"""Hub revision read. TODO(lead): pin the commit sha of MLVU/MVLU once verified online."""
+TEST_FILES = ("test_mcq_gt.json", "test_question.json")
+"""Test annotation files, first found wins: the ground-truth release, then the question file."""
+
+
+@dataclass(frozen=True)
+class Task:
+    code: str
+    file: str | None
+    """Dev file stem (video folder name); None for test-only tasks."""
+    types: tuple[str, ...]
+    """question_type values (first = dev/repo key), aliases from the test set and harnesses."""
+    group: str
+    generation: bool = False
+
+
+TASKS = {t.code: t for t in (
+    Task("TR", "7_topic_reasoning", ("topic_reasoning",), "Holistic"),
+    Task("AR", "6_anomaly_reco", ("anomaly_reco",), "Holistic"),
+    Task("VS", "9_summary", ("summary",), "Holistic", True),
+    Task("NQA", "2_needle", ("findNeedle", "needle", "needleQA"), "Single Detail"),
+    Task("ER", "3_ego", ("ego",), "Single Detail"),
+    Task("PQA", "1_plotQA", ("plotQA",), "Single Detail"),
+    Task("SQA", None, ("sportsQA",), "Single Detail"),
+    Task("SSC", "8_sub_scene", ("subPlot", "sub_scene"), "Single Detail", True),
+    Task("AO", "5_order", ("order",), "Multi Detail"),
+    Task("AC", "4_count", ("count",), "Multi Detail"),
+    Task("TQA", None, ("tutorialQA",), "Multi Detail"),
+)}
+"""Paper Table 1 column order (SQA/TQA: test set only)."""
+BY_TYPE = {qt: t for t in TASKS.values() for qt in t.types}
+FOLDERS = {"NQA": "needle", "SSC": "subPlot"}
+"""Video folder names of the repo's older MLVU_all layout, where they differ from question_type."""
+PAPER_COUNTS = {
+    "dev": {"TR": 264, "AR": 200, "VS": 217, "NQA": 355, "ER": 352, "PQA": 539, "SSC": 201, "AO": 259, "AC": 206},
+    "test": {"TR": 91, "AR": 39, "NQA": 60, "ER": 53, "PQA": 50, "SQA": 36, "AO": 70, "AC": 60, "TQA": 43},
+}
+"""Questions per task: dev from the paper (2,593 = 2,175 MCQ + 418 generation); test MCQ from the
+repo's example submission (502; the test generation counts are not published)."""
+LMMS_TYPES = {"dev": ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning"),
+              "test": ("anomaly_reco", "count", "ego", "needleQA", "order", "plotQA", "sportsQA",
+                       "topic_reasoning", "tutorialQA")}
+VLMEVALKIT_M_AVG = ("PQA", "NQA", "ER", "AC", "AR", "TR")
+"""VLMEvalKit's 'M-Avg' list: plotQA, needle, ego, count, anomaly_reco, topic_reasoning (no order)."""
+
+
+# ---- protocol functions (pure) ----------------------------------------------------------------
+
+
+def qa_template(question: str, candidates: list[str]) -> str:
+    """The repo's qa_template: 'Question: …\\nOptions:\\n(A) …\\n(B) …' (right-stripped)."""
+    text = f"Question: {question}\n" + "Options:\n"
+    for i, c in enumerate(candidates):
+        text += f"({chr(ord('A') + i)}) {c}\n"
+    return text.rstrip()
+
+
+def answer_letter(candidates: list[str], answer: str) -> str:
+    """The letter check_ans compares with: the LAST equal candidate, '@' when none is equal."""
+    idx = -1
+    for i, c in enumerate(candidates):
+        if c == answer:
+            idx = i
+    return chr(ord("A") + idx)
+
+
+def check_ans_pred(reply: str) -> str:
+    """What the official check_ans compares: the char before the first ')', else the reply."""
+    if ")" in reply:
+        i = reply.index(")")
+        return reply[i - 1:i]
+    return reply
+
+
+def submission_option(reply: str) -> str:
+    """Evaluation_Test/test_bench.py: the stripped reply up to its first ')', stripped."""
+    pred = reply.strip()
+    return pred[:pred.index(")")].strip() if ")" in pred else pred
+
+
+_LMMS_PHRASES = (
+    "the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+    "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+    "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
+    "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは",
+)
+_LMMS_PRIORITY = {"start": 10, "end": 9, "phrase": 7, "parentheses": 6, "period": 5, "colon": 4,
+                  "right_paren": 3, "space": 2, "fallback": 0}
+
+
+def lmms_extract(response: str, choices: str = "ABCD") -> str:
+    """lmms-eval 0.7.3 `_task_utils/mcq_extract.extract_mcq_answer` (MLVU passes A-D), as written."""
+    if not response or not response.strip():
+        return ""
+    text = response.strip()
+    for char in [",", ".", "!", "?", ";", ":", "'", '"']:
+        text = text.strip(char)
+    text = " " + text + " "
+    cands: list[tuple[str, int, str]] = []
+    for fmt, form in (("parentheses", "({})"), ("period", "{}."), ("colon", "{}:"), ("right_paren", "{})"),
+                      ("space", "{} ")):
+        cands += [(ch, text.rfind(form.format(ch)), fmt) for ch in choices if form.format(ch) in text]
+    lower = text.lower()
+    for phrase in _LMMS_PHRASES:
+        idx = lower.find(phrase)
+        if idx != -1:
+            cands += [(ch, pos, "phrase") for ch in choices if (pos := text.find(ch, idx + len(phrase))) != -1]
+    s = text.strip()
+    cands += [(ch, 0, "start") for ch in choices if s.startswith(ch) and (len(s) == 1 or not s[1].isalpha())]
+    cands += [(ch, len(text) - 1, "end") for ch in choices if s.endswith(ch) and (len(s) == 1 or not s[-2].isalpha())]
+    if not cands:
+        cands = [(ch, text.rfind(ch), "fallback") for ch in choices if ch in text]
+    if not cands:
+        return ""
+    cands.sort(key=lambda x: (_LMMS_PRIORITY.get(x[2], 0), x[1]), reverse=True)
+    return cands[0][0]
+
+
+_VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
+                     "I'm sorry, but without the image provided", "Cannot determine the answer")
+
+
+def vlmevalkit_can_infer(answer: str, options: list[str]) -> str | None:
+    """VLMEvalKit `can_infer` (matching_util.py @18fc37a): one option letter among the words, else
+    one option text contained in the reply (lower case); 'Z' for refusals; None when ambiguous."""
+    choices = {LETTERS[i]: o for i, o in enumerate(options)}
+    if "Failed to obtain answer via API" not in answer:
+        if any(err in answer for err in _VLMEVAL_REFUSALS):
+            return "Z"
+        mod = answer
+        for c in ".()[],:;!*#{}":
+            mod = mod.replace(c, " ")
+        splits = [x.strip() for x in mod.split()]
+        hits = [ch for ch in choices if ch in splits]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits and sum(z in splits for z in ("Z", "")) == 1:
+            return "Z"
+    low = answer.lower()
+    texts = [k for k, v in choices.items() if str(v).lower() in low]
+    return texts[0] if len(texts) == 1 else None
+
+
+def mlvu_indices(num_frames: int, n: int) -> list[int]:
+    """The repo's `get_index` without a bound: seg = (T-1)/N, int(seg/2 + round(seg*i))."""
+    import numpy as np
+
+    seg = float(num_frames - 1) / n
+    return [int(seg / 2 + np.round(seg * i)) for i in range(n)]
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+
+class _RecordError(Exception):
+    """'<what> — <fix>' for one record."""
+
+
+def _task_of(record: dict, hint: Task | None) -> Task:
+    if hint is not None:
+        return hint
+    qt = record.get("question_type")
+    if qt not in BY_TYPE:
+        raise _RecordError(f"question_type {qt!r} is not an MLVU task — expected one of {', '.join(sorted(BY_TYPE))}")
+    return BY_TYPE[qt]
+
+
+def to_sample(record: Any, *, task: Task | None, ident: str | None, split: str, video_root: Path) -> Sample:
+    """One release record (local JSON or hub row: same fields) as a Sample. _RecordError if bad."""
+    if not isinstance(record, dict):
+        raise _RecordError(f"a JSON {type(record).__name__}, not an object — each record must be an object")
+    task = _task_of(record, task)
+    for key in ("video", "question"):
+        if not isinstance(record.get(key), str) or not record[key].strip():
+            raise _RecordError(f"{key!r} is missing or empty — every MLVU record has video and question")
+    qt = str(record.get("question_type") or task.types[0])
+    answer, has_answer = record.get("answer"), record.get("answer") is not None
+    if split == "dev" and not has_answer:
+        raise _RecordError("'answer' is missing — every MLVU dev record carries its answer")
+    labels: dict[str, str | list[str]] = {"task": task.code, "question_type": qt, "group": task.group}
+    extra: dict[str, Any] = {"question_type": qt, "split": split}
+    options: list[str] = []
+    if task.generation:
+        if has_answer and not isinstance(answer, str):
+            raise _RecordError(f"answer is a {type(answer).__name__} — a generation answer is reference text")
+        if task.code == "SSC":
+            points = record.get("scoring_points")
+            if split == "dev" and not (isinstance(points, list) and points and all(isinstance(p, str) for p in points)):
+                raise _RecordError("scoring_points must be a non-empty list of strings — the SSC judge scores them")
+            extra["scoring_points"] = points or []
+        gold: int | str | None = answer
+    else:
+        cands = record.get("candidates")
+        if not isinstance(cands, list) or len(cands) < 2:
+            raise _RecordError("candidates must be a list of at least 2 options — MLVU MCQ records list them")
+        options = [str(c) for c in cands]
+        gold = None
+        if has_answer:
+            letter = answer_letter(options, str(answer))
+            extra.update(answer_text=str(answer), answer_letter=letter,
+                         answer_first=next((LETTERS[i] for i, c in enumerate(options) if c == str(answer)), None))
+            gold = LETTERS.index(letter) if letter != "@" else None
+        else:
+            extra["hidden"] = True
+    duration = record.get("duration")
+    try:
+        duration = float(duration) if duration is not None else None
+    except (TypeError, ValueError):
+        raise _RecordError(f"duration {duration!r} is not a number — give the video length in seconds") from None
+    name = record["video"]
+    folders = [task.file, task.types[0], FOLDERS.get(task.code)] if split == "dev" else [None]
+    paths = [video_root / f / name if f else video_root / name for f in dict.fromkeys(folders)]
+    paths.append(video_root / name)
+    path = next((p for p in paths if p.exists()), paths[0])
+    sid = str(record.get("question_id") or ident)
+    return Sample(id=sid, benchmark="mlvu", video={"path": str(path), "duration": duration},
+                  question=record["question"], options=options, answer=gold, labels=labels, extra=extra)
+
+
+def _hub_rows(split: str, revision: str) -> list[tuple[str, Task | None, list[dict]]]:
+    """(where, task, rows) per file from the hub at `revision` (MLVU/json/*.json on MLVU/MVLU)."""
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise LvuError("reading MLVU from the hub needs `datasets`: pip install 'lvu[hub]' "
+                       "(or pass --data DIR with the release JSON files)") from None
+    name = HUB_DATASETS[split]
+    if split == "dev":
+        files = {f: f"MLVU/json/{f}.json" for f in sorted(t.file for t in TASKS.values() if t.file)}
+    else:
+        files = {"test": f"**/{TEST_FILES[1]}"}
+    try:
+        ds = load_dataset(name, data_files=files, revision=revision)
+    except Exception as e:  # noqa: BLE001 — network, auth, layout: one line
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise LvuError(f"cannot load {name} @ {revision} ({type(e).__name__}: {first}) — "
+                       f"pass --data DIR with the release JSON files") from None
+    by_file = {t.file: t for t in TASKS.values() if t.file}
+    return [(f"{name}:{key}", by_file.get(key), [dict(r) for r in ds[key]]) for key in files]
+
+
+def _local_files(split: str, data: Path) -> tuple[list[tuple[Path, Task | None]], Path, list[tuple[Path, Task]]]:
+    """(file, task) pairs present, the default video root, and the (file, task) pairs missing."""
+    if data.is_file():
+        return [(data, None)], data.parent.parent / "video" if data.parent.name == "json" else data.parent / "video", []
+    if not data.is_dir():
+        raise LvuError(f"{data}: not found — pass --data with the MLVU release folder or one of its JSON files")
+    if split == "test":
+        for folder in (data, data / "leaderboard", data / "MLVU_Test", data / "MLVU_Test" / "leaderboard"):
+            for name in TEST_FILES:
+                if (folder / name).exists():
+                    root = folder.parent if folder.name == "leaderboard" else folder
+                    return [(folder / name, None)], root / "video", []
+        raise LvuError(f"{data}: no {' or '.join(TEST_FILES)} — pass the MLVU-Test folder (or the file) with --data")
+    for json_dir, video in ((data / "MLVU" / "json", data / "MLVU" / "video"), (data / "json", data / "video"),
+                            (data, data.parent / "video" if data.name == "json" else data / "video")):
+        files = sorted(((json_dir / f"{t.file}.json", t) for t in TASKS.values() if t.file), key=lambda x: x[0].name)
+        if any(f.exists() for f, _ in files):
+            return [(f, t) for f, t in files if f.exists()], video, [(f, t) for f, t in files if not f.exists()]
+    raise LvuError(f"{data}: no MLVU annotation files (json/1_plotQA.json … 9_summary.json) — "
+                   f"pass the release folder with --data")
+
+
+# ---- the benchmark ----------------------------------------------------------------------------
+
+
+@register_benchmark("mlvu")
+class Mlvu(Benchmark):
+    """MLVU dev/test: 7 (test 9) multiple-choice and 2 generation tasks, M-Avg / G-Avg (official repo protocol)."""
+
+    defaults = {"split": "dev", "tasks": "all", "frames": 16, "fps": None, "resize": None, "subtitles": "none",
+                "compat": "official", "hub_revision": HUB_REVISION}
+    expected_counts = {"dev": 2593, "test": 502}
+    reference = REFERENCE
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        s = self.settings
+        if s["compat"] not in COMPATS:
+            raise LvuError(f"compat={s['compat']!r} is unknown for mlvu — use one of {', '.join(COMPATS)}")
+        if s["split"] not in ("dev", "test"):
+            raise LvuError(f"split={s['split']!r} is unknown — MLVU has split=dev or split=test")
+        if s["subtitles"] not in (None, "none"):
+            raise LvuError("MLVU has no subtitles (its questions are visual only) — drop --subtitles")
+        frames, fps = s["frames"], s["fps"]
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+            raise LvuError(f"frames={frames!r} is not a frame count — use a whole number such as 16")
+        if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0):
+            raise LvuError(f"fps={fps!r} is not a frame rate — use e.g. fps=0.5 (the paper's GPT-4o setting)")
+        if fps is not None and s["compat"] == "lmms-eval":
+            raise LvuError("lmms-eval samples a frame count only — fps needs --compat official or vlmevalkit")
+        self.tasks = self._parse_tasks(str(s["tasks"]))
+        self._probes: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _parse_tasks(self, spec: str) -> list[str]:
+        split, lmms = self.settings["split"], self.settings["compat"] == "lmms-eval"
+        valid = [c for c, t in TASKS.items() if split == "test" or t.file]
+        if spec in ("all", "mc", "gen"):
+            chosen = [c for c in valid if spec == "all" or TASKS[c].generation == (spec == "gen")]
+            if lmms and spec == "all":
+                chosen = [c for c in chosen if not TASKS[c].generation]
+        else:
+            chosen = [c.strip().upper() for c in spec.split(",") if c.strip()]
+            bad = [c for c in chosen if c not in valid]
+            if bad or not chosen:
+                raise LvuError(f"tasks={spec!r}: unknown task(s) {', '.join(bad) or '(none)'} for MLVU {split} — "
+                               f"use all, mc, gen or codes from {', '.join(valid)}")
+        if lmms and any(TASKS[c].generation for c in chosen):
+            raise LvuError("lmms-eval has no MLVU generation tasks (SSC, VS) — use --compat official or vlmevalkit")
+        return chosen
+
+    @property
+    def compat(self) -> str:
+        return self.settings["compat"]
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    def load(self) -> tuple[list[Sample], list[BadRecord]]:
+        split, data = self.settings["split"], self.settings.get("data")
+        bad: list[BadRecord] = []
+        if not data or str(data).startswith("hf:"):
+            if not data and os.environ.get("LVU_OFFLINE"):
+                raise LvuError("mlvu needs its release files: --data DIR holding json/1_plotQA.json … "
+                               "(LVU_OFFLINE is set, so the hub copy is not used)")
+            sources = [(where, task, rows) for where, task, rows in _hub_rows(split, self.settings["hub_revision"])]
+            video_root = Path(self.settings.get("video_dir") or ".").expanduser().resolve()
+        else:
+            files, video_root, missing = _local_files(split, Path(str(data)).expanduser().resolve())
+            bad += [BadRecord(id=f.name, error=f"{f}: not found — the MLVU dev release has all nine task files")
+                    for f, t in missing if t.code in self.tasks]
+            sources = []
+            for path, task in files:
+                if task is not None and task.code not in self.tasks:
+                    continue
+                try:
+                    rows = json.loads(path.read_text(encoding="utf-8-sig"))
+                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                    bad.append(BadRecord(id=path.name, error=f"{path}: not a readable JSON file ({e}) — "
+                                                             f"restore it from the release"))
+                    continue
+                if not isinstance(rows, list):
+                    bad.append(BadRecord(id=path.name, error=f"{path}: a JSON {type(rows).__name__}, not a list "
+                                                             f"of records — restore it from the release"))
+                    continue
+                sources.append((path.name, task, rows))
+            if self.settings.get("video_dir"):
+                video_root = Path(self.settings["video_dir"]).expanduser().resolve()
+        samples: list[Sample] = []
+        seen: dict[str, str] = {}
+        counters: dict[str, int] = defaultdict(int)
+        for where, task, rows in sources:
+            for i, record in enumerate(rows, 1):
+                at = f"{where} record {i}"
+                try:
+                    t = _task_of(record, task) if isinstance(record, dict) else task
+                    if t is not None and t.code not in self.tasks:
+                        continue
+                    ident = f"{t.code}_{counters[t.code]}" if t is not None else None
+                    sample = to_sample(record, task=task, ident=ident, split=split, video_root=video_root)
+                    if sample.id in seen:
+                        raise _RecordError(f"id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
+                except _RecordError as e:
+                    bad.append(BadRecord(id=at, error=f"{at}: {e}"))
+                    continue
+                counters[sample.labels["task"]] += 1
+                seen[sample.id] = at
+                samples.append(sample)
+        return samples, bad
+
+    def check(self) -> list[str]:
+        """The generic checks, answers missing from their candidates, and question counts per task
+        (usable questions, against the paper's; dev total 2,593, test MCQ total 502)."""
+        split = self.settings["split"]
+        problems = [p for p in super().check() if not p.startswith(f"{self.name} {split}: ")]
+        samples, _ = self.load()
+        for s in samples:
+            if s.extra.get("answer_letter") == "@":
+                problems.append(f"{s.id}: answer {s.extra['answer_text']!r} is not among the candidates — "
+                                f"the official scorer counts it wrong")
+        counts: dict[str, int] = defaultdict(int)
+        for s in samples:
+            counts[s.labels["task"]] += 1
+        known = PAPER_COUNTS[split]
+        if all(code in known for code in self.tasks) and len(samples) != sum(known[c] for c in self.tasks):
+            problems.append(f"mlvu {split}: {len(samples)} usable questions in tasks {','.join(self.tasks)}, "
+                            f"the paper has {sum(known[c] for c in self.tasks)}")
+        for code in self.tasks:
+            want = known.get(code)
+            if want is not None and counts[code] != want:
+                problems.append(f"mlvu {split} {code}: {counts[code]} questions, the paper has {want}")
+        return problems
+
+    # ---- inputs and prompts ----------------------------------------------------------------------
+
+    def _probe(self, path: str):
+        from lvu.media.video import probe
+
+        with self._lock:
+            if path in self._probes:
+                return self._probes[path]
+        info = probe(path)
+        with self._lock:
+            self._probes[path] = info
+        return info
+
+    def plan(self, sample: Sample, duration: float) -> InputPlan:
+        n, fps = self.settings["frames"], self.settings["fps"]
+        if fps is not None and self.compat != "vlmevalkit":
+            times = Fps(fps=fps).timestamps(duration, 0.0)  # the paper's "N fps": t = k / N
+        else:
+            info = self._probe(sample.video.path)
+            total = info.num_frames or max(1, round(info.duration * info.fps))
+            if fps is not None:  # VLMEvalKit fps mode
+                step = info.fps / fps
+                idx = [int(i * step) for i in range(int(total / info.fps * fps))]
+            elif self.compat == "lmms-eval":
+                idx = Lmms(n=n).frame_indices(total, info.fps)
+            elif self.compat == "vlmevalkit":
+                idx = Vlmevalkit(n=n).frame_indices(total, info.fps)
+            else:
+                idx = mlvu_indices(total, n)
+            times = [min(i, total - 1) / info.fps for i in idx]
+        return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
+
+    def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
+        gen = TASKS[str(sample.labels["task"])].generation
+        common = {"choices": list(sample.options), "question": sample.question}
+        if gen:
+            parts = ([Text(text=sample.question), *frames] if self.compat == "vlmevalkit"
+                     else [*frames, Text(text=sample.question)])
+            return Prompt(parts=parts, system=SYSTEM_GEN, max_tokens=1000, **common)
+        if self.compat == "lmms-eval":
+            lines = "\n".join(f"({LETTERS[i]}) {c}" for i, c in enumerate(sample.options))
+            post = LMMS_POST_PROMPT if self.settings["split"] == "dev" else ""
+            return Prompt(parts=[*frames, Text(text=f"{sample.question}\n{lines}{post}")], max_tokens=16, **common)
+        text = qa_template(sample.question, sample.options)
+        if self.compat == "vlmevalkit":
+            return Prompt(parts=[Text(text=text), *frames, Text(text=MC_INSTRUCTION)], system=SYSTEM_MC,
+                          max_tokens=100, **common)
+        return Prompt(parts=[*frames, Text(text=text + MC_INSTRUCTION)], system=SYSTEM_MC,
+                      assistant_prefix=ASSISTANT_PREFIX, max_tokens=100, **common)
+
+    # ---- extraction and scoring ------------------------------------------------------------------
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        reply = response.text.strip()
+        if not sample.options:
+            return Prediction(value=reply)
+        valid = LETTERS[:len(sample.options)]
+        if self.compat == "lmms-eval":
+            got = lmms_extract(reply)
+            return Prediction(value=valid.index(got) if got and got in valid else None, method="lmms-eval")
+        got = check_ans_pred(reply)
+        if self.compat == "vlmevalkit" and got != sample.extra.get("answer_letter"):
+            inferred = vlmevalkit_can_infer(reply, sample.options)
+            if inferred is not None:
+                return Prediction(value=valid.index(inferred) if inferred in valid else inferred,
+                                  method="vlmevalkit-can-infer")
+        if len(got) == 1 and got in valid:
+            return Prediction(value=valid.index(got))
+        return Prediction(value=got or None)
+
+    def score(self, sample: Sample, prediction: Prediction) -> Score:
+        if not sample.options:
+            return Score(value=math.nan, counted=False, explanation=JUDGE_PENDING)
+        if sample.extra.get("hidden"):
+            return Score(value=0.0, counted=False, explanation="MLVU test answers are hidden — submit the file "
+                                                               "write_submission writes")
+        got = prediction.value
+        letter = LETTERS[got] if isinstance(got, int) else (got or "")
+        if self.compat == "lmms-eval":
+            gt = LETTERS[sample.answer] if isinstance(sample.answer, int) else ""
+            rule = "lmms-eval extract_mcq_answer"
+        elif prediction.method == "vlmevalkit-can-infer":
+            gt, rule = sample.extra.get("answer_first") or "", "VLMEvalKit can_infer (exact_matching)"
+        else:
+            gt, rule = sample.extra["answer_letter"], "check_ans: char before the first ')'"
+        ok = bool(letter) and letter == gt
+        return Score(value=float(ok), correct=ok, explanation=f"{rule}: compared {letter!r} with {gt!r}")
+
+    # ---- aggregation ----------------------------------------------------------------------------
+
+    def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
+        by_task: dict[str, list[SampleResult]] = defaultdict(list)
+        for r in results:
+            if r.labels.get("task") in TASKS:
+                by_task[str(r.labels["task"])].append(r)
+        mc_rows, gen_rows, acc, gen = [], [], {}, {}
+        for code, task in TASKS.items():
+            rs = by_task.get(code, [])
+            if task.generation:
+                judged = [r for r in rs if r.counted and r.score is not None and not math.isnan(r.score)]
+                failed = [r for r in rs if r.error]
+                vals = [(int(r.score) if self.compat == "vlmevalkit" else r.score) for r in judged] + [0.0] * len(failed)
+                if rs:
+                    gen[code] = sum(vals) / len(vals) if judged else math.nan
+                    gen_rows.append((code, len(judged) + (len(failed) if judged else 0), gen[code]))
+                continue
+            counted = [r for r in rs if r.counted]
+            if rs:
+                acc[code] = (100.0 * sum(r.score or 0.0 for r in counted) / len(counted), len(counted)) if counted \
+                    else (math.nan, 0)
+                mc_rows.append((code, acc[code][1], acc[code][0]))
+        n_mc = sum(n for _, n in acc.values())
+        if self.compat == "lmms-eval":
+            types = LMMS_TYPES[self.settings["split"]]
+            vals = {BY_TYPE[t].code: acc.get(BY_TYPE[t].code, (0.0, 0))[0] for t in types}
+            m_avg = sum(0.0 if math.isnan(v) else v for v in vals.values()) / len(types)
+        elif self.compat == "vlmevalkit":
+            rs = [r for c in VLMEVALKIT_M_AVG for r in by_task.get(c, []) if r.counted]
+            m_avg = 100.0 * sum(r.score or 0.0 for r in rs) / len(rs) if rs else math.nan
+            n_mc = len(rs)
+        else:
+            vals = [a for a, n in acc.values() if n]
+            m_avg = sum(vals) / len(vals) if vals else math.nan
+        if self.compat == "vlmevalkit":
+            judged = [r for c in ("SSC", "VS") for r in by_task.get(c, []) if r.counted and r.score is not None
+                      and not math.isnan(r.score)]
+            g_avg = sum(int(r.score) for r in judged) / len(judged) if judged else math.nan
+        else:
+            done = [v for v in gen.values() if not math.isnan(v)]
+            g_avg = sum(done) / len(done) if done and len(done) == len(gen) else math.nan
+        n_gen = sum(n for _, n, _ in gen_rows)
+        tables = [Breakdown(title="overall", rows=[("M-Avg", n_mc, m_avg)] + ([("G-Avg", n_gen, g_avg)] if gen else []))]
+        if mc_rows:
+            tables.append(Breakdown(title="multiple-choice task (accuracy %)", rows=mc_rows))
+        if gen_rows:
+            pending = "" if not any(math.isnan(v) for _, _, v in gen_rows) else f"; {JUDGE_PENDING}"
+            tables.append(Breakdown(title=f"generation task (score 2-10{pending})", rows=gen_rows))
+        return tables
+
+    # ---- saved predictions and submissions --------------------------------------------------------
+
+    def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
+        """Official outputs: choice_bench's {"acc_dict", "res_list": [{pred, question, video, …}]},
+        open_bench's [{video_name, Q, A, pred}], a submission [{question_id, option}]; else lvu JSONL."""
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return super().read_predictions(path)
+        samples = self.load()[0]
+        by_id = {s.id: s for s in samples}
+        by_mc = {(Path(s.video.path).name, qa_template(s.question, s.options)): s for s in samples if s.options}
+        by_gen = {(Path(s.video.path).name, s.question): s for s in samples if not s.options}
+        rows = doc.get("res_list") if isinstance(doc, dict) else doc
+        if not isinstance(rows, list):
+            raise DataError(f"{path}: not an MLVU predictions file (choice_bench res_list, open_bench list, "
+                            f"submission list or lvu JSONL)")
+        pairs = []
+        for i, row in enumerate(rows, 1):
+            key, sample, text = "?", None, None
+            if isinstance(row, dict) and "question_id" in row:
+                key, sample, text = row["question_id"], by_id.get(str(row["question_id"])), row.get("option")
+            elif isinstance(row, dict) and "Q" in row:
+                key = (row.get("video_name"), row["Q"])
+                sample, text = by_gen.get(key), row.get("pred")
+            elif isinstance(row, dict) and "question" in row:
+                key = (Path(str(row.get("video", ""))).name, row["question"])
+                sample, text = by_mc.get(key), row.get("pred")
+            if sample is None:
+                raise DataError(f"{path} row {i}: no MLVU {self.settings['split']} question matches {key!r} — "
+                                f"pass the release the predictions were made on with --data")
+            pairs.append((sample, str(text or "")))
+        return pairs
+
+    def write_submission(self, results: list[SampleResult], path: Path) -> Path:
+        """Test: `path` gets the MCQ list [{question_id, question_type, option}] (test_bench.py);
+        both splits: generation replies go to subplot_all.json / summary_all.json beside it (a
+        directory `path` holds them), the files the official judge scripts read."""
+        path = Path(path)
+        mc = [r for r in results if r.labels.get("task") in TASKS and not TASKS[str(r.labels["task"])].generation]
+        gens = [r for r in results if r.labels.get("task") in ("SSC", "VS")]
+        if self.settings["split"] == "dev" and not gens:
+            raise LvuError("MLVU dev answers are public — nothing to submit (generation replies would be written "
+                           "for the official judge, but this run has none)")
+        folder = path if path.is_dir() or (self.settings["split"] == "dev" and not path.suffix) else path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.settings["split"] == "test":
+            rows = [{"question_id": r.sample_id, "question_type": r.labels.get("question_type"),
+                     "option": submission_option(r.response or "")} for r in mc]
+            out = path if not path.is_dir() else path / "test_res.json"
+            out.write_text(json.dumps(rows, indent=4), encoding="utf-8")
+        else:
+            out = folder
+        if gens:
+            samples = {s.id: s for s in self.load()[0]}
+            for code, name in (("SSC", "subplot_all.json"), ("VS", "summary_all.json")):
+                rows = [{"video_name": Path(samples[r.sample_id].video.path).name, "Q": samples[r.sample_id].question,
+                         "A": samples[r.sample_id].answer, "pred": r.response or ""}
+                        for r in gens if r.labels.get("task") == code and r.sample_id in samples]
+                if rows:
+                    (folder / name).write_text(json.dumps(rows, indent=4), encoding="utf-8")
+        return out
+
