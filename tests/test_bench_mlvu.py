@@ -156,7 +156,7 @@ def test_bad_records_name_file_record_and_fix(tmp_path, video):
     (root / "MLVU" / "json" / "3_ego.json").write_text("{", encoding="utf-8")
     (root / "MLVU" / "json" / "4_count.json").write_text("{}", encoding="utf-8")
     samples, bad = Mlvu(data=str(root)).load()
-    assert [s.id for s in samples] == ["PQA_0", "PQA_1"]  # the second: answer 'z' is not a candidate
+    assert [s.id for s in samples] == ["PQA_0", "PQA_4"]  # ids keep record positions; 'z' is not a candidate
     errors = {b.id: b.error for b in bad}
     assert all(" — " in e for e in errors.values()), errors
     assert "1_plotQA.json record 2: a JSON list, not an object" in errors["1_plotQA.json record 2"]
@@ -168,7 +168,7 @@ def test_bad_records_name_file_record_and_fix(tmp_path, video):
     assert "not a readable JSON file" in errors["3_ego.json"] and "not a list of records" in errors["4_count.json"]
     assert errors["5_order.json"].endswith("5_order.json: not found — the MLVU dev release has all nine task files")
     problems = Mlvu(data=str(root)).check()
-    assert "PQA_1: answer 'z' is not among the candidates — the official scorer counts it wrong" in problems
+    assert "PQA_4: answer 'z' is not among the candidates — the official scorer counts it wrong" in problems
     with pytest.raises(LvuError, match="no MLVU annotation files"):
         Mlvu(data=str(tmp_path)).load()
 
@@ -352,7 +352,7 @@ def test_vlmevalkit_fallback_uses_the_first_equal_candidate(root):
 
 def result(sid, task, score=None, *, counted=True, error=None):
     return SampleResult(sample_id=sid, labels={"task": task}, score=score, counted=counted, error=error,
-                        correct=None if score is None else score == 1.0)
+                        correct=None if score is None else score == 1.0, answer=None if counted is False else 0)
 
 
 def table(tables, title):
@@ -423,7 +423,8 @@ def test_test_split_hidden_answers_and_submission(tmp_path, video):
     assert score.counted is False and "hidden" in score.explanation
     results = score_saved(b, [(samples[0], "B) Shoplifting"), (samples[1], "The answer is E) Shooting"),
                               (samples[2], "F")])
-    assert math.isnan(table(b.aggregate(results), "overall")["M-Avg"][1])
+    failed = SampleResult(sample_id="TQA_0", labels=samples[2].labels, error="model error: timeout")
+    assert math.isnan(table(b.aggregate([*results[:2], failed]), "overall")["M-Avg"][1])  # nothing is known
     out = b.write_submission(results, tmp_path / "sub" / "test_res.json")
     assert json.loads(out.read_text()) == [  # Evaluation_Test/test_bench.py: the reply up to its first ")"
         {"question_id": "AR_0", "question_type": "anomaly_reco", "option": "B"},

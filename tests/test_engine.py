@@ -121,3 +121,13 @@ def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path):
     clean = Store(tmp_path / "clean").results(uninterrupted.run_id)
     strip = lambda rs: sorted((r.sample_id, r.prediction, r.score, r.error) for r in rs)  # noqa: E731
     assert strip(resumed) == strip(clean)
+
+
+def test_run_id_covers_effective_settings_and_data_version():
+    from lvu.benchmarks.haystack import VERSION
+    from lvu.runs.engine import make_spec
+
+    spec, _, _ = make_spec("haystack", "random")
+    assert spec.settings["frames"] == 32 and spec.settings["data_version"] == f"haystack-{VERSION}"
+    other, _, _ = make_spec("haystack", "random", settings={"frames": 8})
+    assert other.run_id != spec.run_id

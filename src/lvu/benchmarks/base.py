@@ -75,6 +75,10 @@ class Benchmark(ABC):
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         """Judge one prediction."""
 
+    def data_version(self) -> str | None:
+        """An identity of the data that goes into the run id (so regenerated data is a new run)."""
+        return None
+
     # ---- optional steps: data validation, scoring saved predictions, submissions ------------------
 
     def check(self) -> list[str]:

@@ -482,3 +482,6 @@ class HaystackBenchmark(JsonlBenchmark):
         if self.settings.get("data"):
             return super().data_path()
         return ensure(int(self.settings["seed"]), progress=True)
+
+    def data_version(self) -> str | None:
+        return None if self.settings.get("data") else f"haystack-{VERSION}"

@@ -222,7 +222,7 @@ def _options(record: dict) -> list[str]:
     else:  # parquet: option0..option4, "N/A" for a missing fifth option
         cands = [record[f"option{i}"] for i in range(5) if record.get(f"option{i}") not in (None, "N/A")]
     if not isinstance(cands, list) or not all(isinstance(c, str) for c in cands):
-        raise _RecordError("candidates must be a list of option strings")
+        raise _RecordError("candidates must be a list of option strings — use the release JSON")
     if not 2 <= len(cands) <= 5:
         raise _RecordError(f"{len(cands)} candidates — LongVideoBench questions have 4 or 5 (letters A-E)")
     return cands
@@ -235,7 +235,7 @@ def _number(record: dict, key: str, default: Any = _RecordError) -> float:
             raise _RecordError(f"no {key} — every record needs it (the loader samples frames by it)")
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _RecordError(f"{key}={value!r} is not a number")
+        raise _RecordError(f"{key}={value!r} is not a number — give seconds as a number")
     return float(value)
 
 
@@ -248,13 +248,14 @@ def record_to_sample(record: Any, *, benchmark: str, split: str, video_dir: Path
         raise _RecordError("no id — each question needs its id (e.g. '86CxyhFV9MI_0')")
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise _RecordError("no question text")
+        raise _RecordError("no question text — every record needs its question")
     options = _options(record)
     answer = None
     if split == "val":  # the test files hide answers ("@" in the official loader); ignore any value there
         choice = record.get("correct_choice")
         if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(options):
-            raise _RecordError(f"correct_choice={choice!r} is not an index into {len(options)} candidates")
+            raise _RecordError(f"correct_choice={choice!r} is not an index into {len(options)} candidates — "
+                               "use the 0-based index of the right candidate")
         answer = choice
     video = record.get("video_path") or (f"{record['video_id']}.mp4" if record.get("video_id") else None)
     if not isinstance(video, str):
@@ -284,6 +285,9 @@ def record_to_sample(record: Any, *, benchmark: str, split: str, video_dir: Path
 
 def read_records(path: Path) -> list[Any]:
     """The records of an annotation file (a JSON list; JSONL also read); DataError if unreadable."""
+    if path.suffix == ".parquet":
+        raise DataError(f"{path}: parquet is read from the hub only (--data hf:) — pass lvb_val.json or "
+                        "lvb_test_wo_gt.json from the same release")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -354,6 +358,8 @@ class LongVideoBench(Benchmark):
             raise LvuError(f"{s['compat']} has no LongVideoBench subtitles-only task — use --compat official")
         if s["compat"] == "vlmevalkit" and s["split"] != "val":
             raise LvuError("VLMEvalKit runs LongVideoBench val only (lvb_val.json) — use split=val or --compat official")
+        if not isinstance(s["vlmevalkit_flag_bug"], bool):
+            raise LvuError(f"vlmevalkit_flag_bug={s['vlmevalkit_flag_bug']!r} — use true or false")
         if s["vlmevalkit_flag_bug"] and s["compat"] != "vlmevalkit":
             raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
         self._loaded: tuple[list[Sample], list[BadRecord]] | None = None

@@ -1,61 +1,42 @@
 """MLVU (Zhou et al., 2024): multi-task long-video understanding, dev and test sets.
+Full protocol notes, sources and harness comparison: docs/benchmarks/mlvu.md.
 
-Release layout (official repo JUNJIE99/MLVU and hub dataset MLVU/MVLU): nine JSON lists
-`json/1_plotQA.json … 9_summary.json` and the videos in one folder per file, `video/1_plotQA/…`
-(the hub snapshot puts both under `MLVU/`). `data` may be that snapshot, the `MLVU/` or `json/`
-folder, or one JSON file; `video_dir` overrides the video root. A video is looked for in
-`<root>/<file stem>/`, then `<root>/<question_type>/` (the repo's older MLVU_all layout), then
-`<root>/` (the test set's flat `video/`). Records: {video, duration, question, candidates,
-answer (the option *text*), question_type} (+ scoring_points in 8_sub_scene; the VS and SSC
-generation records have no candidates). Dev ids are `<task>_<n>` (PQA_0, …) in file order; the
-test set (`test_question.json`, 6 options, 11 tasks, answers hidden; `question_id` such as AR_0)
-keeps its ids. With no `data` and LVU_OFFLINE unset, the JSON files come from the hub
-(HUB_DATASETS at HUB_REVISION, through the same record mapper); videos always come from disk.
+Data: nine JSON lists `json/1_plotQA.json … 9_summary.json`, videos in `video/<file stem>/`
+(hub snapshot MLVU/MVLU: both under `MLVU/`); records {video, duration, question, candidates,
+answer (option TEXT), question_type} (+ scoring_points for SSC; VS/SSC have no candidates). Videos
+are also found in `video/<question_type>/` (the repo's older layout) and flat in `video/`. Dev ids
+are `<task>_<n>` by record position; the test set (`test_question.json`, or the later
+`test_mcq_gt.json` with answers; 6 options, 11 tasks) keeps its question_id. Without `data` and
+with LVU_OFFLINE unset the JSON comes from the hub (HUB_DATASETS @ HUB_REVISION) through the same
+record mapper; videos always come from disk.
 
-Protocol (official repo wins over the paper, whose Figure 11 prompt text is an image):
-- frames: `frames` (default 16, the paper's most common "16 frm" and the repo's VideoChat2
-  template) sampled by the repo's `get_index`: seg = (T-1)/N, index_i = int(seg/2 + round(seg*i))
-  on the decoder's frame count T; `fps=F` instead gives the paper's "N fps" mode (t = k/F, GPT-4o
-  used 0.5 fps at 512x512: `resize`). No subtitles (all MLVU questions are visual).
-- MCQ prompt (evaluation/multiple_choice_evaluation/choice_bench.py + videochat2/choice_bench.py):
-  system SYSTEM_MC; user text = qa_template(question, candidates) + "\\nOnly give the best option."
-  after the video; the assistant turn is pre-filled with "Best Option: (". The template's comment
-  glues "Only give…" on without the newline; every script the authors ran (VideoChat, VideoChat2,
-  Video-LLaVA test_bench.py) puts "\\n" before it, so lvu does too. Generation: system SYSTEM_GEN,
-  user text = the question as given (VS questions are paraphrases of "Please summarize…").
-- extraction, `check_ans` as written: on the reply (stripped, as every official script strips
-  the decoded text), take the character just before the first ")"; with no ")" the whole reply.
-  That string must equal the answer letter, case-sensitively. So "B" and "B) x" and "(B)" score,
-  "B." and "b)" do not, and "A man (in red) B)" compares "d". The answer letter is the index of
-  the LAST candidate equal to the answer text (the template's loop never breaks); when no
-  candidate equals it the letter is chr(ord('A')-1) = '@' and the question counts as wrong.
-- aggregation (paper Table 1): accuracy per MCQ task, M-Avg = unweighted mean over the MCQ tasks
-  (7 on dev, 9 on test; the repo's newest template averages per task type too; older ones
-  printed a question-weighted "Avg", which the paper does not use). G-Avg = mean of SSC and VS,
-  each the mean of the judge's two 1-5 sub-scores summed (2-10). The judge is not part of this
-  module: generation samples are run and stored with their reply, scored
-  Score(value=nan, counted=False, explanation=JUDGE_PENDING) until the MLVU judge (issue 6)
-  fills in values; aggregate() already averages judged (counted) generation scores.
-- test set: answers hidden → counted=False; write_submission writes the official
-  [{"question_id","question_type","option"}] list (option = reply before its first ")",
-  stripped, exactly as Evaluation_Test/test_bench.py does) and the generation outputs
-  subplot_all.json / summary_all.json ({video_name, Q, A, pred}) that the official judge scripts
-  read. If a test file carries answers (the 2025 ground-truth release) they are scored as dev.
+Official protocol (the repo's templates win over the paper, whose Figure 11 prompt is an image):
+- frames=16 by the repo's get_index (seg=(T-1)/N, int(seg/2 + round(seg*i)), numpy's half-even
+  round); fps=F is the paper's "N fps" mode (GPT-4o: 0.5 fps, 512 px → resize); no subtitles.
+- MCQ: system SYSTEM_MC; user text qa_template(question, candidates) + "\nOnly give the best
+  option." after the video; the assistant turn pre-filled with "Best Option: (". (The template's
+  comment glues the instruction on without "\n"; every script the authors ran has the "\n".)
+  Generation: system SYSTEM_GEN, user text = the question.
+- check_ans as written: on the stripped reply take the char before the first ")", else the whole
+  reply, and compare it case-sensitively with the answer letter — the LAST candidate equal to the
+  answer text, '@' (never an option) when none is.
+- M-Avg = unweighted mean of the MCQ task accuracies (a failed sample counts wrong); G-Avg = mean
+  of SSC and VS, each the mean judge total (2-10). Generation samples are stored with their reply
+  and scored Score(nan, counted=False, explanation=JUDGE_PENDING) until the MLVU judge (issue 6)
+  sets values; aggregate() averages judged (counted) ones, a failed reply scoring 0.
+- test answers hidden → counted=False; write_submission writes test_bench.py's
+  [{question_id, question_type, option}] (option = stripped reply up to its first ")") and the
+  generation outputs subplot_all.json / summary_all.json the official judge scripts read.
 
-compat (research/anchors_harnesses.md §1.3, §2.3, §6; code read: lmms-eval 0.7.3 wheel,
-VLMEvalKit vlmeval/dataset/mlvu.py @296425e and utils/mlvu.py, utils/matching_util.py @18fc37a):
-- "lmms-eval": MCQ only (no generation tasks); no system prompt, no prefill; dev text =
-  question + option lines + "\\nOnly give the best option.\\nBest option: (" inside the user turn
-  (lowercase "option"), test text = question + option lines only (mlvu_test.yaml has no
-  post_prompt); letters by its extract_mcq_answer restricted to A-D (test answers E/F can never
-  score); frames lmms:N; max 16 new tokens; M-Avg = sum of per-type accuracies over its fixed type
-  set (7 dev / 9 test) divided by the set size, a missing type counting 0.
-- "vlmevalkit": system SYS, then qa_template text, then the frames, then "\\nOnly give the best
-  option." (no prefill); frames vlmevalkit:N (fps mode: int(i*fps_video/F)); check_ans, else its
-  `exact_matching` fallback can_infer (option letter, then option text; first-match answer
-  letter); M-Avg = correct/total over plotQA, needle, ego, count, anomaly_reco, topic_reasoning —
-  question-weighted and WITHOUT action order (its type list omits 'order'); G-Avg = summed
-  int-truncated judge scores / count.
+compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @296425e):
+- "lmms-eval": MCQ only; no system prompt or prefill; dev text = question + "(A) …" lines +
+  "\nOnly give the best option.\nBest option: (", test text = question + lines; its
+  extract_mcq_answer over A-D only (test E/F never score); lmms:N frames; M-Avg = per-type
+  accuracies summed over its fixed type list (7 dev / 9 test, a missing type counts 0) / list size.
+- "vlmevalkit": system, qa_template text, frames, "\nOnly give the best option."; no prefill;
+  vlmevalkit:N frames (fps mode int(i*fps_video/F)); check_ans, else can_infer (exact_matching,
+  against the FIRST equal candidate); M-Avg = question-weighted over six tasks — its list omits
+  action order; G-Avg = summed int(score) / count.
 """
 
 from __future__ import annotations
@@ -330,7 +311,8 @@ def _hub_rows(split: str, revision: str) -> list[tuple[str, Task | None, list[di
 def _local_files(split: str, data: Path) -> tuple[list[tuple[Path, Task | None]], Path, list[tuple[Path, Task]]]:
     """(file, task) pairs present, the default video root, and the (file, task) pairs missing."""
     if data.is_file():
-        return [(data, None)], data.parent.parent / "video" if data.parent.name == "json" else data.parent / "video", []
+        home = data.parent.parent if data.parent.name in ("json", "leaderboard") else data.parent
+        return [(data, None)], home / "video", []
     if not data.is_dir():
         raise LvuError(f"{data}: not found — pass --data with the MLVU release folder or one of its JSON files")
     if split == "test":
@@ -384,7 +366,8 @@ class Mlvu(Benchmark):
     def _parse_tasks(self, spec: str) -> list[str]:
         split, lmms = self.settings["split"], self.settings["compat"] == "lmms-eval"
         valid = [c for c, t in TASKS.items() if split == "test" or t.file]
-        if spec in ("all", "mc", "gen"):
+        if spec.strip().lower() in ("all", "mc", "gen"):
+            spec = spec.strip().lower()
             chosen = [c for c in valid if spec == "all" or TASKS[c].generation == (spec == "gen")]
             if lmms and spec == "all":
                 chosen = [c for c in chosen if not TASKS[c].generation]
@@ -411,7 +394,7 @@ class Mlvu(Benchmark):
             if not data and os.environ.get("LVU_OFFLINE"):
                 raise LvuError("mlvu needs its release files: --data DIR holding json/1_plotQA.json … "
                                "(LVU_OFFLINE is set, so the hub copy is not used)")
-            sources = [(where, task, rows) for where, task, rows in _hub_rows(split, self.settings["hub_revision"])]
+            sources = _hub_rows(split, self.settings["hub_revision"])
             video_root = Path(self.settings.get("video_dir") or ".").expanduser().resolve()
         else:
             files, video_root, missing = _local_files(split, Path(str(data)).expanduser().resolve())
@@ -444,14 +427,15 @@ class Mlvu(Benchmark):
                     t = _task_of(record, task) if isinstance(record, dict) else task
                     if t is not None and t.code not in self.tasks:
                         continue
-                    ident = f"{t.code}_{counters[t.code]}" if t is not None else None
+                    ident = None
+                    if t is not None:  # ids count every record of the task, so fixing one never renames others
+                        ident, counters[t.code] = f"{t.code}_{counters[t.code]}", counters[t.code] + 1
                     sample = to_sample(record, task=task, ident=ident, split=split, video_root=video_root)
                     if sample.id in seen:
                         raise _RecordError(f"id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
                 except _RecordError as e:
                     bad.append(BadRecord(id=at, error=f"{at}: {e}"))
                     continue
-                counters[sample.labels["task"]] += 1
                 seen[sample.id] = at
                 samples.append(sample)
         return samples, bad
@@ -585,7 +569,8 @@ class Mlvu(Benchmark):
                     gen[code] = sum(vals) / len(vals) if judged else math.nan
                     gen_rows.append((code, len(judged) + (len(failed) if judged else 0), gen[code]))
                 continue
-            counted = [r for r in rs if r.counted]
+            # a failed sample counts wrong — unless its answer is hidden (test): then nothing is known
+            counted = [r for r in rs if r.counted and not (r.error and r.answer is None and self.settings["split"] == "test")]
             if rs:
                 acc[code] = (100.0 * sum(r.score or 0.0 for r in counted) / len(counted), len(counted)) if counted \
                     else (math.nan, 0)
@@ -627,7 +612,11 @@ class Mlvu(Benchmark):
         try:
             doc = json.loads(path.read_text(encoding="utf-8-sig"))
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return super().read_predictions(path)
+            doc = None
+        except FileNotFoundError:
+            raise DataError(f"{path}: file not found — pass the path of a predictions file") from None
+        if doc is None or (isinstance(doc, dict) and "res_list" not in doc):
+            return super().read_predictions(path)  # lvu's JSONL (one line or many)
         samples = self.load()[0]
         by_id = {s.id: s for s in samples}
         by_mc = {(Path(s.video.path).name, qa_template(s.question, s.options)): s for s in samples if s.options}

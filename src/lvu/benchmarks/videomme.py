@@ -71,8 +71,21 @@ from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchm
 from lvu.benchmarks.videomme_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit, parse_plan
-from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
-                       Subtitle, SubtitleRef, Text, VideoRef)
+from lvu.types import (
+    LETTERS,
+    Frame,
+    InputPlan,
+    Prediction,
+    Prompt,
+    Response,
+    Sample,
+    SampleResult,
+    Score,
+    Subtitle,
+    SubtitleRef,
+    Text,
+    VideoRef,
+)
 
 HF_DATASET = "lmms-eval/Video-MME"
 HF_CONFIG = "videomme"
@@ -112,8 +125,8 @@ VLMEVALKIT_SUB = ("\nThese are the frames of a video. This video's subtitles are
                   "letter (A, B, C, or D) of the correct option.\n")
 
 _PREFIXES_2024_06 = ("The best answer is", "The correct answer is", "The answer is", "The answer",
-                     "The best option is" "The correct option is",  # noqa: ISC001 — glued in the original
-                     "Best answer:" "Best option:")  # noqa: ISC001
+                     "The best option isThe correct option is",  # the original's two literals, no comma between
+                     "Best answer:Best option:")  # likewise: these two entries never match real replies
 PREFIXES: dict[str, tuple[str, ...]] = {
     "afd52cfe": _PREFIXES_2024_06 + ("Answer:", "Option:", "The correct answer", "The correct option"),
     "2024-06": _PREFIXES_2024_06,
@@ -184,7 +197,7 @@ def lmms_subtitles(path: Path | None, fps: float, total: int, frame_num: int, fu
         j = bisect.bisect_left(grid, a)
         if j < len(grid) and grid[j] < b:
             hits.append((grid[j], i))
-    chosen = list(set(i for _, i in sorted(hits)))  # CPython's set order, as lmms-eval's list(set(...))
+    chosen = list({i for _, i in sorted(hits)})  # CPython's set order, as lmms-eval's list(set(...))
     return "\n".join(m[0] for i in chosen if (m := LMMS_FONT.findall(spans[i][2])))
 
 
@@ -363,6 +376,9 @@ class VideoMME(Benchmark):
             raise LvuError(f"scorer={s['scorer']!r}: use afd52cfe or 2024-06, with --compat official only")
         if s["compat"] == "vlmevalkit" and s["subtitles"] in ("all", "covering"):
             raise LvuError("VLMEvalKit takes one cue per sampled frame only — use --subtitles per-frame or none")
+        grid = s["subtitle_grid"]
+        if isinstance(grid, bool) or not isinstance(grid, int) or not (grid > 0 or grid == -1):
+            raise LvuError(f"subtitle_grid={grid!r}: lmms-eval's frame_num is a frame count (32) or -1 (every frame)")
         frames = s["frames"]
         if isinstance(frames, bool) or not (isinstance(frames, int) and frames >= 0 or isinstance(frames, str)):
             raise LvuError(f"frames={frames!r} is not a frame setting — use a count (32), gemini or a plan like fps:1")
@@ -525,7 +541,7 @@ class VideoMME(Benchmark):
         if not cues or not frames:
             return ""
         fps, _ = self._probe(sample.video.path)
-        ms = [int(round(round(f.timestamp * fps) * (1000 / fps))) for f in frames]  # pysubs2.make_time(fps, frames)
+        ms = [round(round(f.timestamp * fps) * (1000 / fps)) for f in frames]  # pysubs2.make_time(fps, frames)
         return "\n".join(per_frame_lines(cues, ms))
 
     def prompt_texts(self, sample: Sample, block: str | None) -> list[str]:

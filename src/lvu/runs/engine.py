@@ -65,6 +65,8 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     bench = BENCHMARKS.get(benchmark)(**(settings or {}))
     mdl = MODELS.get(model)(**(model_args or {}))
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    if (version := bench.data_version()) is not None:
+        effective["data_version"] = version
     spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
     return spec, bench, mdl
 

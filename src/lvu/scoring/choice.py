@@ -11,7 +11,7 @@ from lvu.types import LETTERS, SampleResult
 _LETTER_PATTERNS = [
     r"^\s*\(?([A-Z])\)?\s*$",  # "B", "(B)"
     r"^\s*\(?([A-Z])[\).:]",  # "B) ...", "(B) ...", "B. ...", "B: ..."
-    r"(?:answer|option)\s*(?:is|:)?\s*\(?([A-Z])\b",  # "The answer is (B)"
+    r"(?i:answer|option)\s*(?i:is|:)?\s*\(?([A-Z])\b",  # "The answer is (B)"; the letter stays upper case
     r"\(([A-Z])\)",  # "... (B) ..."
 ]
 
@@ -25,7 +25,7 @@ def extract_letter(text: str, n_options: int) -> int | None:
     """Option index from a free-form reply, or None. Tries the stricter patterns first."""
     valid = LETTERS[:n_options]
     for pattern in _LETTER_PATTERNS:
-        for m in re.finditer(pattern, text.strip(), flags=re.IGNORECASE if "answer" in pattern else 0):
+        for m in re.finditer(pattern, text.strip()):
             letter = m.group(1).upper()
             if letter in valid:
                 return valid.index(letter)
