@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -196,7 +197,7 @@ def test_hub_loading_needs_datasets_and_respects_lvu_offline(release, monkeypatc
 
 def test_frame_plans_follow_each_harness_formula_and_decode_those_frames(release):
     a, b = bench(release).load()[0][:2]
-    plan = lambda s, **kw: bench(release, **kw).plan(s, s.video.duration).timestamps  # noqa: E731
+    plan = lambda s, **kw: bench(release, **kw).plan(s, s.video.duration).timestamps
     # official lvb:N: total = int(duration * fps), n = min(N, int(duration)), indices int(total / n) * i
     assert plan(a) == [float(i) for i in range(20)]  # 256 capped at 1 fps: 20 frames of a 20 s clip
     assert plan(a, frames=8) == [0.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5]
@@ -332,7 +333,7 @@ def test_answer_extraction_table(reply, official, vlmevalkit):
 def test_scoring_random_fallback_and_out_of_range_letters(release):
     b = bench(release)
     a4 = b.load()[0][2]  # 4 options, answer D
-    score = lambda bm, text: bm.score(a4, bm.extract(a4, Response(text=text)))  # noqa: E731
+    score = lambda bm, text: bm.score(a4, bm.extract(a4, Response(text=text)))
     assert score(b, "The answer is D").correct is True
     wrong = score(b, "The best option is E")  # E is read although there are only 4 options
     assert wrong.correct is False and "not one of the 4 options" in wrong.explanation
@@ -352,7 +353,7 @@ def result(labels: dict, score: float | None, **kw) -> SampleResult:
 
 
 def test_aggregate_in_table_7_layout_with_hand_computed_numbers(release):
-    lab = lambda g, c, lv: {"duration_group": g, "question_category": c, "level": lv}  # noqa: E731
+    lab = lambda g, c, lv: {"duration_group": g, "question_category": c, "level": lv}
     results = [
         result(lab("(15,60]", "T2E", "L1-Perception"), 1.0),
         result(lab("(15,60]", "TOS", "L2-Relation"), 0.0),
@@ -412,7 +413,7 @@ def test_lvu_run_on_the_release_with_random_and_ocr_match(release, tmp_path):
     env = {"LVU_CACHE_DIR": str(tmp_path / "cache")}
     cli = subprocess.run([sys.executable, "-m", "lvu.cli", "run", "-b", "longvideobench", "-m", "random",
                           "--data", str(release), "--frames", "4", "--results-dir", str(tmp_path / "r1"), "--no-report"],
-                         capture_output=True, text=True, env={**__import__("os").environ, **env})
+                         capture_output=True, text=True, env={**os.environ, **env})
     assert cli.returncode == 0, cli.stderr
     assert "3 samples" in cli.stdout and "0 failed" in cli.stdout
 

@@ -76,6 +76,7 @@ def run(
     results_dir: ResultsDir = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Decode every time instead of using the shared frame cache.")] = False,
+    asr: Annotated[bool, typer.Option("--asr", help="Transcribe the audio of samples without subtitles (needs lvu[asr]).")] = False,
 ) -> None:
     """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
 
@@ -90,7 +91,7 @@ def run(
     summary = run_engine(
         benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
         model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
-        limit=limit, concurrency=concurrency, report=not no_report, frame_cache=not no_cache,
+        limit=limit, concurrency=concurrency, report=not no_report, frame_cache=not no_cache, asr=asr,
     )
     print_tables(summary.tables, f"{benchmark} × {model}")
     reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
@@ -239,6 +240,21 @@ def results_export(
             handle.close()
     if out:
         err_console.print(f"wrote {len(rows)} rows to {out}")
+
+
+@app.command("asr")
+def asr_command(
+    video: Annotated[Path, typer.Argument(help="Video file with an audio track.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output SRT file.")],
+    model: Annotated[Optional[Path], typer.Option(help="Local CTranslate2 Whisper model dir (default: $LVU_WHISPER_MODEL or the one lvu[asr] ships).")] = None,
+    language: Annotated[Optional[str], typer.Option(help="Language code (default: the model's).")] = None,
+) -> None:
+    """Transcribe a video's speech to SRT with a local Whisper model (offline; cached per video)."""
+    from lvu.media.asr import transcribe, write_srt
+
+    cues = transcribe(video, model=model, language=language, progress=True)
+    write_srt(cues, out)
+    console.print(f"wrote {len(cues)} cues to {out}")
 
 
 @app.command()

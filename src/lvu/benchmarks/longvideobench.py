@@ -37,6 +37,8 @@ extraction is the author's own lmms-eval port, PR #117, whose docstring says it 
   `seed` and the id; Prediction.method "random" marks them).
 - scoring/aggregation: accuracy over all questions (micro), Table 7's layout: overall, 4 duration
   groups, 17 categories, plus L1/L2 levels; failed samples count wrong. Test: uncounted.
+- cues are read here, not by the engine (plan() says subtitle_mode "none"): the shared loader
+  cleans text, sorts by start and is not given `duration`, each of which can change the prompt.
 
 `compat="lmms-eval"` (tasks longvideobench_{val,test}_{i,v}, anchors §1.3): `_i` (subtitles
 interleave, default 16 frames = its YAML max_num_frames): frames by the same lvb:N loader, then ONE

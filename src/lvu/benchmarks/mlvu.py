@@ -54,7 +54,19 @@ from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchm
 from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
-from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text
+from lvu.types import (
+    LETTERS,
+    Frame,
+    InputPlan,
+    Prediction,
+    Prompt,
+    Response,
+    Sample,
+    SampleResult,
+    Score,
+    Subtitle,
+    Text,
+)
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
              "select the best option that accurately addresses the question.")
@@ -564,13 +576,15 @@ class Mlvu(Benchmark):
             if task.generation:
                 judged = [r for r in rs if r.counted and r.score is not None and not math.isnan(r.score)]
                 failed = [r for r in rs if r.error]
-                vals = [(int(r.score) if self.compat == "vlmevalkit" else r.score) for r in judged] + [0.0] * len(failed)
+                vals = [int(r.score) if self.compat == "vlmevalkit" else r.score for r in judged]
+                vals += [0.0] * len(failed)
                 if rs:
                     gen[code] = sum(vals) / len(vals) if judged else math.nan
                     gen_rows.append((code, len(judged) + (len(failed) if judged else 0), gen[code]))
                 continue
             # a failed sample counts wrong — unless its answer is hidden (test): then nothing is known
-            counted = [r for r in rs if r.counted and not (r.error and r.answer is None and self.settings["split"] == "test")]
+            hidden = self.settings["split"] == "test"
+            counted = [r for r in rs if r.counted and not (r.error and r.answer is None and hidden)]
             if rs:
                 acc[code] = (100.0 * sum(r.score or 0.0 for r in counted) / len(counted), len(counted)) if counted \
                     else (math.nan, 0)
@@ -595,7 +609,8 @@ class Mlvu(Benchmark):
             done = [v for v in gen.values() if not math.isnan(v)]
             g_avg = sum(done) / len(done) if done and len(done) == len(gen) else math.nan
         n_gen = sum(n for _, n, _ in gen_rows)
-        tables = [Breakdown(title="overall", rows=[("M-Avg", n_mc, m_avg)] + ([("G-Avg", n_gen, g_avg)] if gen else []))]
+        overall = [("M-Avg", n_mc, m_avg)] + ([("G-Avg", n_gen, g_avg)] if gen else [])
+        tables = [Breakdown(title="overall", rows=overall)]
         if mc_rows:
             tables.append(Breakdown(title="multiple-choice task (accuracy %)", rows=mc_rows))
         if gen_rows:

@@ -8,7 +8,7 @@ mean of the MCQ tasks, %), VS, SSC (GPT-4 judge, 2-10) and G-Avg (mean of VS and
 Errata and caveats, kept as `note` on the rows they concern:
 - Table 1 TimeChat prints M-Avg 30.9, but its seven MCQ accuracies average 26.5 (the repo
   leaderboard repeats 30.9). Every other row's M-Avg is the macro mean within rounding (GPT-4 Turbo
-  49.14 → printed 49.2); the question-weighted mean matches 1 row of 20.
+  49.14 → printed 49.2); the question-weighted mean (paper task counts) matches 2 rows of 20.
 - Table 1's "Full mark" row is garbled (SSC 100, AO 10); read SSC 10 and AO 100.
 - Table 6 (per-task leaderboards) re-sorts Table 1; its G-Avg panel is misaligned (GPT-4 Turbo 4.22
   is LLaMA-VID's value) — Table 1 is the source of truth and Table 6 is not repeated here.

@@ -57,7 +57,7 @@ def environment(model: Model) -> dict[str, Any]:
 
 
 def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-              model_args: dict[str, Any] | None = None) -> tuple[RunSpec, Benchmark, Model]:
+              model_args: dict[str, Any] | None = None, asr: bool = False) -> tuple[RunSpec, Benchmark, Model]:
     """Resolve names and settings; the spec holds the *effective* settings so the run id changes
     whenever anything that affects results changes."""
     _load_benchmarks()
@@ -67,6 +67,8 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
+    if asr:  # transcripts stand in for missing subtitles: a different input, so a different run
+        effective["asr"] = True
     spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
     return spec, bench, mdl
 
@@ -123,8 +125,9 @@ class _MediaCache:
 
 class Engine:
     def __init__(self, bench: Benchmark, model: Model, store: Store, *, concurrency: int = 4,
-                 decode_workers: int = 2, frame_cache: FrameCache | None = None) -> None:
+                 decode_workers: int = 2, frame_cache: FrameCache | None = None, asr: bool = False) -> None:
         self.bench, self.model, self.store = bench, model, store
+        self.asr = asr
         self.disk = frame_cache
         self.concurrency = max(1, concurrency)
         self.pool = ThreadPoolExecutor(max_workers=max(1, decode_workers), thread_name_prefix="lvu-decode")
@@ -157,9 +160,15 @@ class Engine:
             batch = self.frames.get(key, decode)
             frames = [Frame(image=img, timestamp=t) for img, t in zip(batch.data, batch.pts_seconds)]
         cues: list[Subtitle] = []
+        all_cues: list[Subtitle] | None = None
         if plan.subtitle_mode != "none" and sample.subtitles is not None:
             sub = sample.subtitles
             all_cues = self.cues.get((sub.path, sub.offset), lambda: load_cues(sub.path, offset=sub.offset))
+        elif plan.subtitle_mode != "none" and self.asr:
+            from lvu.media.asr import transcribe  # cached on disk per video content
+
+            all_cues = self.cues.get(("asr", sample.video.path), lambda: transcribe(sample.video.path))
+        if all_cues is not None:
             cues = select_cues(all_cues, [f.timestamp for f in frames], plan.subtitle_mode)
         return self.bench.build_prompt(sample, frames, cues), [f.timestamp for f in frames]
 
@@ -254,14 +263,16 @@ class Engine:
 def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
         model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
         fresh: bool = False, limit: int | None = None, concurrency: int = 4,
-        show_progress: bool = True, report: bool = True, frame_cache: bool = True) -> RunSummary:
+        show_progress: bool = True, report: bool = True, frame_cache: bool = True,
+        asr: bool = False) -> RunSummary:
     """Run (or resume) one benchmark × model and return its summary. The library entry point.
-    `frame_cache=False` decodes every time instead of using the shared on-disk frame cache."""
-    spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
+    `frame_cache=False` decodes every time instead of using the shared on-disk frame cache;
+    `asr=True` transcribes the audio (Whisper, `lvu[asr]`) of samples that have no subtitles."""
+    spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
     store = Store(results_dir)
     try:
         engine = Engine(bench, mdl, store, concurrency=concurrency,
-                        frame_cache=FrameCache() if frame_cache else None)
+                        frame_cache=FrameCache() if frame_cache else None, asr=asr)
         summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress))
         if report:
             from lvu.analysis.report import write_report
