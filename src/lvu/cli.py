@@ -189,18 +189,33 @@ def results_show(
     results_dir: ResultsDir = None,
 ) -> None:
     """Show a run's spec, environment, breakdown tables and failed samples."""
-    from lvu.runs.engine import make_spec
+    from lvu.runs.engine import benchmark_of
     from lvu.runs.store import Store
 
     store = Store(results_dir)
     info = store.run(run_id)
     results = store.results(info.run_id)
     console.print_json(json.dumps({"run_id": info.run_id, "spec": info.spec.model_dump(mode="json"), "env": info.env}))
-    _, bench, _ = make_spec(info.benchmark, info.model, settings=info.spec.settings, model_args=info.spec.model_args)
-    print_tables(bench.aggregate(results), f"{info.benchmark} × {info.model}")
+    print_tables(benchmark_of(info.spec).aggregate(results), f"{info.benchmark} × {info.model}")
     for r in results:
         if r.error:
             console.print(f"failed: {r.error}", markup=False, highlight=False)
+
+
+@results_app.command("submit")
+def results_submit(
+    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Submission file to write.")] = Path("submission.json"),
+    results_dir: ResultsDir = None,
+) -> None:
+    """Write a run's predictions in the benchmark's official submission format (hidden-answer splits)."""
+    from lvu.runs.engine import benchmark_of
+    from lvu.runs.store import Store
+
+    store = Store(results_dir)
+    info = store.run(run_id)
+    path = benchmark_of(info.spec).write_submission(store.results(info.run_id), out)
+    console.print(f"wrote {path}")
 
 
 EXPORT_FIELDS = ["run_id", "sample_id", "answer", "prediction", "score", "correct", "counted", "error",

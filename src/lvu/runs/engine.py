@@ -96,6 +96,17 @@ def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[Sampl
     return results
 
 
+RUN_ONLY_SETTINGS = ("data_version", "asr")
+"""Keys make_spec adds to a spec's settings that are not benchmark settings."""
+
+
+def benchmark_of(spec: RunSpec) -> Benchmark:
+    """The benchmark object a stored run was made with (for show / submit / report)."""
+    _load_benchmarks()
+    settings = {k: v for k, v in spec.settings.items() if k not in RUN_ONLY_SETTINGS}
+    return BENCHMARKS.get(spec.benchmark)(**settings)
+
+
 class _MediaCache:
     """Samples of one video usually share a frame plan: decode once, hand out the same frames.
     Small LRU in memory; one lock per key so two workers never decode the same frames twice."""
@@ -163,7 +174,9 @@ class Engine:
         all_cues: list[Subtitle] | None = None
         if plan.subtitle_mode != "none" and sample.subtitles is not None:
             sub = sample.subtitles
-            all_cues = self.cues.get((sub.path, sub.offset), lambda: load_cues(sub.path, offset=sub.offset))
+            duration = sample.video.duration  # LongVideoBench: a cue with no end runs to the clip's end
+            all_cues = self.cues.get((sub.path, sub.offset),
+                                     lambda: load_cues(sub.path, offset=sub.offset, duration=duration))
         elif plan.subtitle_mode != "none" and self.asr:
             from lvu.media.asr import transcribe  # cached on disk per video content
 
