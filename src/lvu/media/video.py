@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -286,6 +287,37 @@ def probe(path: str | Path) -> VideoInfo:
             return _info(path, stream, _rotation(_first_frame(container, stream, path)), fps, duration, stream.frames)
     with VideoReader(path) as reader:
         return reader.info
+
+
+
+_PROBED: dict[tuple[str, int, int], VideoInfo] = {}
+_PROBED_LOCK = threading.Lock()
+
+
+def probe_cached(path: str | Path) -> VideoInfo:
+    """`probe`, memoised for the process per (real path, size, mtime_ns): a file that is replaced
+    or edited is probed again. Thread-safe; errors are not cached (the next call probes again).
+    Two threads missing at once may both probe; the first result stored is the one kept."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return probe(path)  # let probe say what is wrong (VideoError)
+    key = (real, st.st_size, st.st_mtime_ns)
+    with _PROBED_LOCK:
+        hit = _PROBED.get(key)
+    if hit is not None:
+        return hit
+    info = probe(path)
+    with _PROBED_LOCK:
+        return _PROBED.setdefault(key, info)
+
+
+def probe_frames(path: str | Path) -> tuple[float, int]:
+    """(fps, frame count) from `probe_cached`; the count is round(duration * fps) when the
+    metadata has none."""
+    info = probe_cached(path)
+    return info.fps, info.num_frames or round(info.duration * info.fps)
 
 
 # ---- the reader -----------------------------------------------------------------------------

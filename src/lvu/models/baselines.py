@@ -12,7 +12,9 @@ from lvu.types import LETTERS, Prompt, Response
 
 @register_model("random")
 class RandomChoice(Model):
-    """Picks a letter uniformly among the prompt's options, from a hash of (seed, sample id):
+    """Chance baseline: a seeded uniform letter per sample (multiple choice only).
+
+    Picks a letter uniformly among the prompt's options, from a hash of (seed, sample id):
     the same sample always gets the same letter, and a different `seed` (default 0) draws anew.
     Its accuracy is chance level (1/number of options on average)."""
 

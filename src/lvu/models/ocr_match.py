@@ -378,7 +378,9 @@ def _guess(candidates: list[int], question: str, options: list[str]) -> int:
 
 @register_model("ocr-match")
 class OcrMatch(Model):
-    """Args: `threads` (onnxruntime threads, default min(4, CPUs)); `cache` (True, False or a
+    """Real offline model: RapidOCR reads the frames, the option best supported by timed text wins.
+
+    Args: `threads` (onnxruntime threads, default min(4, CPUs)); `cache` (True, False or a
     directory; default True = <cache>/ocr)."""
 
     def __init__(self, **args: Any) -> None:
