@@ -222,7 +222,7 @@ CUES = [Subtitle(text="one", start=0.0, end=1.0), Subtitle(text="two", start=1.0
 def prepared(cls, tmp_path, videos, **settings):
     b = cls(data=str(release(tmp_path / "p", videos)), **settings)
     s = b.load()[0][0]
-    b._probes[s.video.path] = (10.0, 100)  # 10 fps, 100 frames: no decoding needed
+    b._probe = lambda path: (10.0, 100)  # 10 fps, 100 frames: no decoding needed
     return b, s
 
 
@@ -262,7 +262,7 @@ def test_lmms_eval_and_vlmevalkit_prompts(tmp_path, videos):
     assert texts(b.build_prompt(s, [], []))[0].startswith("This video's subtitles are listed below: \nhello there\n"
                                                           "second line\nSelect")
     no_subs = b.load()[0][3]
-    b._probes[no_subs.video.path] = (10.0, 100)
+    b._probe = lambda path: (10.0, 100)
     assert texts(b.build_prompt(no_subs, [], []))[0].startswith("This video's subtitles are listed below: \n"
                                                                 "No subtitles available\nSelect")
     vlm = ("\nThese are the frames of a video. {}Select the best answer to the following multiple-choice question "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -109,19 +110,9 @@ class Benchmark(ABC):
         """(sample, raw response) pairs from a predictions file, for `lvu score`. Default: JSONL
         lines with `sample_id` and `response` (what `lvu results export` writes), joined with
         this benchmark's samples. Benchmarks override this to read their official output format."""
-        from lvu.errors import DataError
-
         samples = {s.id: s for s in self.load()[0]}
-        pairs = []
-        for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                pairs.append((samples[str(row["sample_id"])], str(row.get("response") or "")))
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise DataError(f"{path}:{lineno}: not a prediction line with a known sample_id ({e})") from None
-        return pairs
+        return read_prediction_lines(path, samples, key_of=lambda row: row["sample_id"],
+                                     response_of=lambda row: row.get("response"), what="sample_id")
 
     def write_submission(self, results: list[SampleResult], path: Path) -> Path:
         """Write predictions in the official submission format (benchmarks with hidden answers)."""
@@ -134,6 +125,65 @@ class Benchmark(ABC):
         from lvu.scoring.choice import breakdowns_by_label
 
         return breakdowns_by_label(results)
+
+
+# ---- reading saved responses: the generic formats `read_predictions` overrides share -------------
+
+
+def lmms_log_response(row: dict) -> Any:
+    """The response of an lmms-eval `--log_samples` line: `filtered_resps`, else `resps`, taking
+    the first item of nested lists ("" for an empty one). KeyError when the line has neither."""
+    response = row.get("filtered_resps") or row["resps"]
+    while isinstance(response, list):
+        response = response[0] if response else ""
+    return response
+
+
+def lvu_or_lmms_response(row: dict) -> Any:
+    """`response` of an lvu export line, else the lmms-eval log line's response."""
+    response = row.get("response")
+    return lmms_log_response(row) if response is None else response
+
+
+def json_id_map(text: str) -> dict | None:
+    """The file's JSON object when the whole file is one {id: response} map (and not a single
+    lvu export or lmms-eval log line); else None."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return whole if isinstance(whole, dict) and "sample_id" not in whole and "doc" not in whole else None
+
+
+def read_prediction_lines(
+    path: Path,
+    samples: dict[str, Sample],
+    text: str | None = None,
+    *,
+    key_of: Callable[[dict], Any],
+    response_of: Callable[[dict], Any] = lvu_or_lmms_response,
+    what: str,
+    expected: str = "",
+) -> list[tuple[Sample, str]]:
+    """(sample, response) pairs from JSON lines (`text`, else the file's), each joined with
+    `samples` by `key_of(row)`; blank lines are skipped, a missing response is "". A line that
+    does not parse or names no known sample is a DataError '<path>:<line>: not a prediction line
+    with a known <what> (<error>)[ — <expected>]'."""
+    from lvu.errors import DataError
+
+    if text is None:
+        text = Path(path).read_text(encoding="utf-8")
+    pairs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            pairs.append((samples[str(key_of(row))], str(response_of(row) or "")))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as e:
+            hint = f" — {expected}" if expected else ""
+            raise DataError(f"{path}:{lineno}: not a prediction line with a known {what} ({e}){hint}") from None
+    return pairs
 
 
 BENCHMARKS: Registry[Benchmark] = Registry("benchmark")

@@ -64,16 +64,23 @@ import json
 import os
 import random
 import re
-import threading
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.base import (
+    BadRecord,
+    Benchmark,
+    Breakdown,
+    json_id_map,
+    read_prediction_lines,
+    register_benchmark,
+)
 from lvu.benchmarks.longvideobench_ref import CATEGORIES, DURATIONS, ERRATA, REFERENCE
 from lvu.errors import DataError, LvuError, SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
+from lvu.scoring.choice import mean_pct as _pct
 from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
                        Subtitle, SubtitleRef, Text, VideoRef)
 
@@ -365,8 +372,6 @@ class LongVideoBench(Benchmark):
         if s["vlmevalkit_flag_bug"] and s["compat"] != "vlmevalkit":
             raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
         self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
-        self._probes: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
 
     @property
     def compat(self) -> str:
@@ -443,16 +448,10 @@ class LongVideoBench(Benchmark):
     # ---- input plan and prompt -----------------------------------------------------------------
 
     def _probe(self, path: str) -> tuple[float, int]:
-        with self._lock:
-            if path in self._probes:
-                return self._probes[path]
-        from lvu.media.video import probe
+        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
+        from lvu.media.video import probe_frames
 
-        info = probe(path)
-        value = (info.fps, info.num_frames or round(info.duration * info.fps))
-        with self._lock:
-            self._probes[path] = value
-        return value
+        return probe_frames(path)
 
     def frame_indices(self, sample: Sample) -> tuple[list[int], float]:
         """(frame numbers, fps) of this sample's frames under the active protocol."""
@@ -566,33 +565,16 @@ class LongVideoBench(Benchmark):
         JSONL (sample_id, response); lmms-eval `--log_samples` JSONL (doc.id, resps)."""
         samples = {s.id: s for s in self.load()[0]}
         text = Path(path).read_text(encoding="utf-8")
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, dict) and "sample_id" not in whole and "doc" not in whole:
+        if (whole := json_id_map(text)) is not None:
             unknown = [k for k in whole if k not in samples]
             if unknown:
                 raise DataError(f"{path}: id {unknown[0]!r} is not a {self.settings['split']} question "
                                 f"({len(unknown)} unknown) — check --set split=")
             return [(samples[k], "" if v is None else str(v)) for k, v in whole.items()]
-        pairs = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                key = row.get("sample_id") or (row.get("doc") or {}).get("id")
-                response = row.get("response")
-                if response is None:
-                    response = row.get("filtered_resps") or row["resps"]
-                    while isinstance(response, list):
-                        response = response[0] if response else ""
-                pairs.append((samples[str(key)], str(response or "")))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-                raise DataError(f"{path}:{lineno}: not a prediction line with a known LongVideoBench id ({e}) — "
-                                "expected {id: response} JSON, lvu's sample_id/response or lmms-eval's doc.id/resps") from None
-        return pairs
+        return read_prediction_lines(
+            path, samples, text, key_of=lambda row: row.get("sample_id") or (row.get("doc") or {}).get("id"),
+            what="LongVideoBench id",
+            expected="expected {id: response} JSON, lvu's sample_id/response or lmms-eval's doc.id/resps")
 
     def write_submission(self, results: list[SampleResult], path: Path) -> Path:
         """The leaderboard file lmms-eval writes: one JSON object {question id: raw response}
@@ -613,10 +595,6 @@ class LongVideoBench(Benchmark):
 
 def _value(r: SampleResult) -> float:
     return r.score if r.score is not None and not r.error else 0.0
-
-
-def _pct(values: list[float]) -> float:
-    return 100.0 * sum(values) / len(values) if values else float("nan")
 
 
 def _hub_rows(split: str) -> list[dict]:

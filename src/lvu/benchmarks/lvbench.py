@@ -64,14 +64,21 @@ import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.base import (
+    BadRecord,
+    Benchmark,
+    Breakdown,
+    json_id_map,
+    read_prediction_lines,
+    register_benchmark,
+)
 from lvu.benchmarks.lvbench_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Uniform
+from lvu.scoring.choice import lmms_extract_mcq, mean_pct as _pct
 from lvu.types import (
     LETTERS,
     Frame,
@@ -115,7 +122,7 @@ _CLOCK = r"\d+(?::\d{1,2}){1,2}(?:\.\d+)?"
 _SPAN = re.compile(rf"({_CLOCK})\s*[-–~]\s*({_CLOCK})")
 
 
-# ---- the official extraction and lmms-eval's ------------------------------------------------
+# ---- the official extraction (lmms-eval's: lvu.scoring.choice.lmms_extract_mcq) ----------
 
 
 def polish_answer(answer: str) -> str:
@@ -130,47 +137,6 @@ def polish_answer(answer: str) -> str:
     if len(answer) > 0:
         return answer[0]
     return answer
-
-
-_LMMS_PHRASES = ["the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
-                 "best answer is", "the correct option is", "correct option is", "the best option is",
-                 "best option is", "the choice is", "choice is", "the correct choice is", "correct choice is",
-                 "i choose", "i select", "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:",
-                 "答案是", "答案为", "选", "答えは"]
-_LMMS_PRIORITY = {"start": 10, "end": 9, "phrase": 7, "parentheses": 6, "period": 5, "colon": 4,
-                  "right_paren": 3, "space": 2, "fallback": 0}
-
-
-def lmms_extract_mcq(response: str, choices: str = CHOICES) -> str:
-    """lmms-eval 0.7.3 `tasks/_task_utils/mcq_extract.py::extract_mcq_answer`: every format's last
-    occurrence is a candidate; the highest-priority format wins, then the later position."""
-    if not response or not response.strip():
-        return ""
-    text = response.strip()
-    for char in [",", ".", "!", "?", ";", ":", "'", '"']:
-        text = text.strip(char)
-    text = " " + text + " "
-    found: list[tuple[str, int, str]] = []
-    for fmt, pattern in (("parentheses", "({})"), ("period", "{}."), ("colon", "{}:"), ("right_paren", "{})"),
-                         ("space", "{} ")):
-        found += [(ch, text.rfind(pattern.format(ch)), fmt) for ch in choices if pattern.format(ch) in text]
-    lower = text.lower()
-    for phrase in _LMMS_PHRASES:
-        idx = lower.find(phrase)
-        if idx != -1:
-            after = idx + len(phrase)
-            found += [(ch, pos, "phrase") for ch in choices if (pos := text.find(ch, after)) != -1]
-    stripped = text.strip()
-    found += [(ch, 0, "start") for ch in choices
-              if stripped.startswith(ch) and (len(stripped) == 1 or not stripped[1].isalpha())]
-    found += [(ch, len(text) - 1, "end") for ch in choices
-              if stripped.endswith(ch) and (len(stripped) == 1 or not stripped[-2].isalpha())]
-    if not found:
-        found = [(ch, text.rfind(ch), "fallback") for ch in choices if ch in text]
-    if not found:
-        return ""
-    found.sort(key=lambda x: (_LMMS_PRIORITY.get(x[2], 0), x[1]), reverse=True)
-    return found[0][0]
 
 
 # ---- release records -> Samples ----------------------------------------------------------------
@@ -314,13 +280,6 @@ class VideoIndex:
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def _video_fps(path: str) -> float:
-    from lvu.media.video import probe
-
-    return probe(path).fps
 
 
 @register_benchmark("lvbench")
@@ -468,7 +427,9 @@ class LvbenchBenchmark(Benchmark):
             plan = Lmms(n=n)
         else:
             plan = Uniform(n=n)
-        times = plan.timestamps(duration, _video_fps(sample.video.path))
+        from lvu.media.video import probe_cached
+
+        times = plan.timestamps(duration, probe_cached(sample.video.path).fps)
         return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
 
     def question_text(self, sample: Sample) -> str:
@@ -560,33 +521,19 @@ class LvbenchBenchmark(Benchmark):
         ({sample_id, response}) or an lmms-eval sample log ({doc: {uid}, filtered_resps})."""
         samples = {s.id: s for s in self.load()[0]}
         text = Path(path).read_text(encoding="utf-8")
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, dict) and "sample_id" not in whole and "doc" not in whole:
+        if (whole := json_id_map(text)) is not None:
             pairs = [(samples[str(u)].model_copy(update={"extra": {**samples[str(u)].extra, "verbatim": True}}),
                       "" if a is None else str(a)) for u, a in whole.items() if str(u) in samples]
             if whole and not pairs:
                 raise DataError(f"{path}: none of its {len(whole)} uids is an LVBench uid in this data — "
                                 "is it an answer file for this release?")
             return pairs
-        pairs = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if "doc" in row:
-                    uid = str(row["doc"]["uid"])
-                    resp = (row.get("filtered_resps") or [None])[0] or (row.get("resps") or [[""]])[0][0]
-                else:
-                    uid, resp = str(row["sample_id"]), row.get("response")
-                pairs.append((samples[uid], str(resp or "")))
-            except (json.JSONDecodeError, KeyError, TypeError, IndexError) as e:
-                raise DataError(f"{path}:{lineno}: not a prediction line with a known uid ({type(e).__name__}: {e}) "
-                                "— use the {uid: letter} answer file, lvu's export or an lmms-eval log") from None
-        return pairs
+        return read_prediction_lines(
+            path, samples, text,
+            key_of=lambda row: row["doc"]["uid"] if "doc" in row else row["sample_id"],
+            response_of=lambda row: (((row.get("filtered_resps") or [None])[0] or (row.get("resps") or [[""]])[0][0])
+                                     if "doc" in row else row.get("response")),
+            what="uid", expected="use the {uid: letter} answer file, lvu's export or an lmms-eval log")
 
 
 def letter_of(value: int | str | None) -> str:
@@ -594,10 +541,6 @@ def letter_of(value: int | str | None) -> str:
     if isinstance(value, int):
         return LETTERS[value]
     return value or ""
-
-
-def _pct(values: list[float]) -> float:
-    return 100.0 * sum(values) / len(values) if values else float("nan")
 
 
 def _ordered(groups: dict[str, list[float]], order) -> list[tuple[str, int, float]]:

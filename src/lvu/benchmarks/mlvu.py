@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +53,7 @@ from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchm
 from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
+from lvu.scoring.choice import lmms_extract_mcq
 from lvu.types import (
     LETTERS,
     Frame,
@@ -157,44 +157,6 @@ def submission_option(reply: str) -> str:
     """Evaluation_Test/test_bench.py: the stripped reply up to its first ')', stripped."""
     pred = reply.strip()
     return pred[:pred.index(")")].strip() if ")" in pred else pred
-
-
-_LMMS_PHRASES = (
-    "the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
-    "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
-    "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
-    "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは",
-)
-_LMMS_PRIORITY = {"start": 10, "end": 9, "phrase": 7, "parentheses": 6, "period": 5, "colon": 4,
-                  "right_paren": 3, "space": 2, "fallback": 0}
-
-
-def lmms_extract(response: str, choices: str = "ABCD") -> str:
-    """lmms-eval 0.7.3 `_task_utils/mcq_extract.extract_mcq_answer` (MLVU passes A-D), as written."""
-    if not response or not response.strip():
-        return ""
-    text = response.strip()
-    for char in [",", ".", "!", "?", ";", ":", "'", '"']:
-        text = text.strip(char)
-    text = " " + text + " "
-    cands: list[tuple[str, int, str]] = []
-    for fmt, form in (("parentheses", "({})"), ("period", "{}."), ("colon", "{}:"), ("right_paren", "{})"),
-                      ("space", "{} ")):
-        cands += [(ch, text.rfind(form.format(ch)), fmt) for ch in choices if form.format(ch) in text]
-    lower = text.lower()
-    for phrase in _LMMS_PHRASES:
-        idx = lower.find(phrase)
-        if idx != -1:
-            cands += [(ch, pos, "phrase") for ch in choices if (pos := text.find(ch, idx + len(phrase))) != -1]
-    s = text.strip()
-    cands += [(ch, 0, "start") for ch in choices if s.startswith(ch) and (len(s) == 1 or not s[1].isalpha())]
-    cands += [(ch, len(text) - 1, "end") for ch in choices if s.endswith(ch) and (len(s) == 1 or not s[-2].isalpha())]
-    if not cands:
-        cands = [(ch, text.rfind(ch), "fallback") for ch in choices if ch in text]
-    if not cands:
-        return ""
-    cands.sort(key=lambda x: (_LMMS_PRIORITY.get(x[2], 0), x[1]), reverse=True)
-    return cands[0][0]
 
 
 _VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
@@ -372,8 +334,6 @@ class Mlvu(Benchmark):
         if fps is not None and s["compat"] == "lmms-eval":
             raise LvuError("lmms-eval samples a frame count only — fps needs --compat official or vlmevalkit")
         self.tasks = self._parse_tasks(str(s["tasks"]))
-        self._probes: dict[str, Any] = {}
-        self._lock = threading.Lock()
 
     def _parse_tasks(self, spec: str) -> list[str]:
         split, lmms = self.settings["split"], self.settings["compat"] == "lmms-eval"
@@ -477,23 +437,14 @@ class Mlvu(Benchmark):
 
     # ---- inputs and prompts ----------------------------------------------------------------------
 
-    def _probe(self, path: str):
-        from lvu.media.video import probe
-
-        with self._lock:
-            if path in self._probes:
-                return self._probes[path]
-        info = probe(path)
-        with self._lock:
-            self._probes[path] = info
-        return info
-
     def plan(self, sample: Sample, duration: float) -> InputPlan:
         n, fps = self.settings["frames"], self.settings["fps"]
         if fps is not None and self.compat != "vlmevalkit":
             times = Fps(fps=fps).timestamps(duration, 0.0)  # the paper's "N fps": t = k / N
         else:
-            info = self._probe(sample.video.path)
+            from lvu.media.video import probe_cached
+
+            info = probe_cached(sample.video.path)
             total = info.num_frames or max(1, round(info.duration * info.fps))
             if fps is not None:  # VLMEvalKit fps mode
                 step = info.fps / fps
@@ -533,7 +484,7 @@ class Mlvu(Benchmark):
             return Prediction(value=reply)
         valid = LETTERS[:len(sample.options)]
         if self.compat == "lmms-eval":
-            got = lmms_extract(reply)
+            got = lmms_extract_mcq(reply)
             return Prediction(value=valid.index(got) if got and got in valid else None, method="lmms-eval")
         got = check_ans_pred(reply)
         if self.compat == "vlmevalkit" and got != sample.extra.get("answer_letter"):

@@ -63,16 +63,16 @@ import math
 import os
 import random
 import re
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, read_prediction_lines, register_benchmark
 from lvu.benchmarks.neptune_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Center, Fps, Lmms
 from lvu.media.subtitles import MODES, interleave
+from lvu.scoring.choice import mean_pct as _pct
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, SubtitleRef, Text,
     VideoRef,
@@ -347,8 +347,6 @@ class Neptune(Benchmark):
         elif s["prompt"] not in PROMPTS:
             raise LvuError(f"prompt={s['prompt']!r} is unknown — use one of {', '.join(PROMPTS)}")
         self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
-        self._probes: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
 
     @property
     def lmms(self) -> bool:
@@ -439,16 +437,10 @@ class Neptune(Benchmark):
     # ---- input plan and prompt -----------------------------------------------------------------
 
     def _probe(self, path: str) -> tuple[float, int]:
-        with self._lock:
-            if path in self._probes:
-                return self._probes[path]
-        from lvu.media.video import probe
+        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
+        from lvu.media.video import probe_frames
 
-        info = probe(path)
-        value = (info.fps, info.num_frames or round(info.duration * info.fps))
-        with self._lock:
-            self._probes[path] = value
-        return value
+        return probe_frames(path)
 
     def plan(self, sample: Sample, duration: float) -> InputPlan:
         frames, clip = self.settings["frames"], not self.lmms
@@ -545,28 +537,11 @@ class Neptune(Benchmark):
         """lvu's export lines ({"sample_id", "response"}) or lmms-eval `--log_samples` lines
         ({"doc": {"key"...}, "resps"/"filtered_resps"}), joined with this subset's questions."""
         samples = {s.id: s for s in self.load()[0]}
-        pairs = []
-        for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                key = row.get("sample_id") or (row.get("doc") or {}).get("key") or row["neptune_acc"]["key"]
-                text = row.get("response")
-                if text is None:
-                    resp = row.get("filtered_resps") or row["resps"]
-                    while isinstance(resp, list):
-                        resp = resp[0] if resp else ""
-                    text = resp
-                pairs.append((samples[str(key)], str(text or "")))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-                raise DataError(f"{path}:{lineno}: not a prediction line with a known Neptune key ({e}) — "
-                                "expected lvu's sample_id/response or lmms-eval's doc.key/resps") from None
-        return pairs
-
-
-def _pct(values: list[float]) -> float:
-    return 100.0 * sum(values) / len(values) if values else float("nan")
+        return read_prediction_lines(
+            path, samples,
+            key_of=lambda row: (row.get("sample_id") or (row.get("doc") or {}).get("key")
+                                or row["neptune_acc"]["key"]),
+            what="Neptune key", expected="expected lvu's sample_id/response or lmms-eval's doc.key/resps")
 
 
 def _hub_rows(subset: str) -> list[dict]:

@@ -59,7 +59,6 @@ import bisect
 import json
 import os
 import re
-import threading
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -385,8 +384,6 @@ class VideoMME(Benchmark):
         if isinstance(frames, str) and frames != "gemini":
             parse_plan(frames)  # one-line LvuError for a bad plan string
         self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
-        self._probes: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
 
     @property
     def compat(self) -> str:
@@ -488,16 +485,10 @@ class VideoMME(Benchmark):
     # ---- input plan and prompt -----------------------------------------------------------------
 
     def _probe(self, path: str) -> tuple[float, int]:
-        with self._lock:
-            if path in self._probes:
-                return self._probes[path]
-        from lvu.media.video import probe
+        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
+        from lvu.media.video import probe_frames
 
-        info = probe(path)
-        value = (info.fps, info.num_frames or round(info.duration * info.fps))
-        with self._lock:
-            self._probes[path] = value
-        return value
+        return probe_frames(path)
 
     def _times(self, sample: Sample, duration: float) -> list[float]:
         frames = self.settings["frames"]
