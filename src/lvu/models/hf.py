@@ -1,0 +1,439 @@
+"""hf: a vision-language model run in-process with Hugging Face transformers.
+
+`lvu run -b videomme -m hf -a model=Qwen/Qwen2-VL-7B-Instruct -a dtype=bfloat16 -a batch_size=4`
+
+The prompt becomes the model's own chat template: an optional system turn, then one user turn
+whose content is the prompt's parts *in order* — `{"type": "image"}` per frame and
+`{"type": "text"}` per run of text (consecutive Text/Subtitle parts joined with newlines) — then
+the generation prompt, then `assistant_prefix` when the protocol has one. Frames go to the
+processor as PIL images in the same order. The response is the generated continuation only.
+
+Processors, in the order tried:
+- `AutoProcessor` (LLaVA, and every family when torchvision is installed);
+- Qwen2-VL / Qwen2.5-VL without torchvision (transformers 5 gives every video processor, hence
+  their `AutoProcessor`, a hard torchvision dependency): tokenizer + the PIL image processor, with
+  each `<|image_pad|>` expanded to `grid_t*grid_h*grid_w / merge_size**2` tokens and
+  `mm_token_type_ids` built, which is what `Qwen2VLProcessor` does for images.
+Other families whose processor needs torchvision fail at load with a one-line error.
+
+Batching: concurrent `generate` calls (the engine's `--concurrency`) are encoded in a small
+thread pool, queued, collected into batches of up to `batch_size` prompts with the same
+generation settings (left padding), and generated one batch at a time in a dedicated thread, so
+the event loop never blocks. A batch that cannot be collated runs prompt by prompt.
+
+Nothing is downloaded here that the user did not ask for: with `HF_HUB_OFFLINE=1` a hub id must
+already be in the Hugging Face cache. torch and transformers are imported only when the backend is
+constructed (`pip install torch` first — `torch==2.13.0` for CPU — then `pip install 'lvu[hf]'`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from lvu.errors import LvuError
+from lvu.models.base import Model, register_model
+from lvu.types import Frame, Prompt, Response, Subtitle, Text, as_rgb
+
+ARGS = {
+    "model": "local directory or hub id (required)",
+    "dtype": "auto | float32 | bfloat16 | float16 (default auto: the checkpoint's dtype)",
+    "device": "cpu | cuda | cuda:N (default: cuda when available, else cpu)",
+    "device_map": "passed to from_pretrained, e.g. auto (needs accelerate); replaces device",
+    "attn_implementation": "passed to from_pretrained: sdpa | eager | flash_attention_2 ...",
+    "batch_size": "prompts generated together (default 1)",
+    "batch_wait": "seconds to wait for a batch to fill (default 0.05)",
+    "max_new_tokens": "overrides the prompt's max_tokens",
+    "logprobs": "true: return top log-probabilities per generated token",
+    "top_logprobs": "alternatives per token with logprobs (default 5)",
+    "processor_kwargs": "JSON dict passed to the processor's from_pretrained",
+    "trust_remote_code": "passed to from_pretrained (default false)",
+    "seed": "torch seed set before each sampled batch (temperature > 0)",
+}
+DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
+          "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+QWEN_TYPES = ("qwen2_vl", "qwen2_5_vl")
+"""Families whose image path lvu rebuilds when their AutoProcessor needs torchvision."""
+SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
+"""Per-token processor outputs: left-padded when prompts are batched; all others are concatenated."""
+INSTALL = "pip install torch==2.13.0 (CPU) or a CUDA torch, then pip install 'lvu[hf]'"
+
+
+class _Unbatchable(Exception):
+    """These encoded prompts cannot share one batch (processor outputs of different shapes)."""
+
+
+@dataclass
+class _Request:
+    inputs: dict[str, Any]
+    """Processor output for this prompt alone (tensors with batch dimension 1)."""
+    gen_key: tuple
+    """(max_new_tokens, temperature): only requests with equal keys share a batch."""
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def messages_for(prompt: Prompt) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The chat messages and the PIL images (in prompt order) for one prompt."""
+    from PIL import Image
+
+    content: list[dict[str, Any]] = []
+    images = []
+    texts: list[str] = []
+
+    def flush() -> None:
+        if texts:
+            content.append({"type": "text", "text": "\n".join(texts)})
+            texts.clear()
+
+    for part in prompt.parts:
+        if isinstance(part, Frame):
+            if part.image is None:
+                raise LvuError(f"frame at {part.timestamp:.2f}s has no pixels")
+            flush()
+            content.append({"type": "image"})
+            images.append(Image.fromarray(as_rgb(part.image)))
+        elif isinstance(part, (Text, Subtitle)):
+            texts.append(part.text)
+    flush()
+    messages = []
+    if prompt.system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": prompt.system}]})
+    messages.append({"role": "user", "content": content})
+    return messages, images
+
+
+@register_model("hf")
+class HFModel(Model):
+    """A transformers image-text-to-text model; frames are passed as images in prompt order."""
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        unknown = set(args) - set(ARGS)
+        if unknown:
+            raise LvuError(f"hf has no argument(s) {', '.join(sorted(unknown))}; known: {', '.join(ARGS)}")
+        if not args.get("model"):
+            raise LvuError("hf needs the model: -a model=<local directory or hub id>, e.g. "
+                           "-a model=Qwen/Qwen2-VL-7B-Instruct")
+        self.model_id = str(args["model"])
+        self.batch_size = max(1, int(args.get("batch_size", 1)))
+        self.batch_wait = float(args.get("batch_wait", 0.05))
+        self.want_logprobs = bool(args.get("logprobs", False))
+        self.top_logprobs = int(args.get("top_logprobs", 5))
+        self.max_new_tokens = int(args["max_new_tokens"]) if args.get("max_new_tokens") else None
+        self.seed = args.get("seed")
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as e:
+            raise LvuError(f"hf needs torch and transformers ({e.name} is missing): {INSTALL}") from None
+        self._load()
+        self._gen_pool = ThreadPoolExecutor(1, thread_name_prefix="lvu-hf-generate")
+        self._prep_pool = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="lvu-hf-encode")
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._batcher: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.batch_sizes: list[int] = []
+        """Size of every batch generated so far (for tests and logs)."""
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        import torch
+        import transformers
+        from transformers import AutoConfig, AutoModelForImageTextToText
+
+        trust = bool(self.args.get("trust_remote_code", False))
+        try:
+            config = AutoConfig.from_pretrained(self.model_id, trust_remote_code=trust)
+        except (OSError, ValueError) as e:
+            offline = " (HF_HUB_OFFLINE is set, so only cached models load)" if os.environ.get("HF_HUB_OFFLINE") else ""
+            raise LvuError(f"hf: cannot load {self.model_id!r}{offline}: {_first_line(e)}") from None
+        self.model_type = getattr(config, "model_type", "?")
+        kwargs: dict[str, Any] = {"trust_remote_code": trust}
+        dtype = str(self.args.get("dtype", "auto"))
+        if dtype != "auto":
+            if dtype not in DTYPES:
+                raise LvuError(f"hf: unknown dtype {dtype!r}; use auto, {', '.join(sorted(set(DTYPES.values())))}")
+            kwargs["dtype"] = getattr(torch, DTYPES[dtype])
+        else:
+            kwargs["dtype"] = "auto"
+        if self.args.get("attn_implementation"):
+            kwargs["attn_implementation"] = str(self.args["attn_implementation"])
+        device_map = self.args.get("device_map")
+        if device_map and self.args.get("device"):
+            raise LvuError("hf: give device or device_map, not both")
+        if device_map:
+            kwargs["device_map"] = device_map
+        try:
+            model = AutoModelForImageTextToText.from_pretrained(self.model_id, **kwargs)
+        except (OSError, ValueError, ImportError) as e:
+            raise LvuError(f"hf: cannot load {self.model_id!r} as an image-text-to-text model: {_first_line(e)}") from None
+        if not device_map:
+            device = str(self.args.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+            try:
+                model.to(device)
+            except (RuntimeError, AssertionError) as e:
+                raise LvuError(f"hf: cannot move the model to {device!r}: {_first_line(e)}") from None
+        self.model = model.eval()
+        self.transformers_version = transformers.__version__
+        self._load_processor(trust)
+        gen = getattr(model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None) if gen is not None else None
+        eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        if self.tokenizer.eos_token_id is not None:
+            eos.append(self.tokenizer.eos_token_id)
+        self.eos_ids = set(eos)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
+
+    def _load_processor(self, trust: bool) -> None:
+        from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+
+        extra = dict(self.args.get("processor_kwargs") or {})
+        try:
+            processor = AutoProcessor.from_pretrained(self.model_id, trust_remote_code=trust, **extra)
+            if not hasattr(processor, "image_processor"):
+                raise LvuError(f"hf: {self.model_id!r} has no image processor (is it a text-only model?)")
+            self.processor, self.kind = processor, "auto"
+            self.tokenizer = processor.tokenizer
+        except LvuError:
+            raise
+        except Exception as e:  # ImportError (torchvision) or transformers' lazy-mapping AttributeError
+            if self.model_type not in QWEN_TYPES:
+                raise LvuError(
+                    f"hf: the processor of {self.model_id!r} ({self.model_type}) cannot load: {_first_line(e)}. "
+                    f"Without torchvision lvu runs LLaVA-style processors and rebuilds Qwen2-VL/Qwen2.5-VL's"
+                ) from None
+            self.processor, self.kind = None, "qwen-image-processor"
+            self.tokenizer = AutoTokenizer.from_pretrained(self.model_id, trust_remote_code=trust)
+            self.image_processor = AutoImageProcessor.from_pretrained(self.model_id, trust_remote_code=trust, **extra)
+            self.image_token = getattr(self.tokenizer, "image_token", None) or "<|image_pad|>"
+            self.image_token_id = self.tokenizer.convert_tokens_to_ids(self.image_token)
+            if self.tokenizer.chat_template is None:
+                self.tokenizer.chat_template = _chat_template_file(self.model_id)
+        self.tokenizer.padding_side = "left"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity, "model_type": self.model_type, "processor": self.kind,
+                "transformers": self.transformers_version, "device": str(self.model.device),
+                "dtype": str(self.model.dtype).removeprefix("torch.")}
+
+    # ---- encoding (one prompt, in the encode pool) ----------------------------------------------
+
+    def encode(self, prompt: Prompt) -> dict[str, Any]:
+        """The tensors the model gets for one prompt (batch dimension 1), on the CPU."""
+        messages, images = messages_for(prompt)
+        template = self.processor if self.processor is not None else self.tokenizer
+        try:
+            text = template.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        except Exception as e:
+            raise LvuError(f"hf: the chat template of {self.model_id!r} failed: {_first_line(e)}") from None
+        text += prompt.assistant_prefix or ""
+        bos = self.tokenizer.bos_token
+        special = not (bos and text.startswith(bos))  # what ProcessorMixin.apply_chat_template does
+        if self.processor is not None:
+            out = self.processor(text=[text], images=[images] if images else None, return_tensors="pt",
+                                 add_special_tokens=special)
+            return dict(out)
+        return self._encode_qwen(text, images, special)
+
+    def _encode_qwen(self, text: str, images: list[Any], special: bool) -> dict[str, Any]:
+        pieces = text.split(self.image_token)
+        if len(pieces) - 1 != len(images):
+            raise LvuError(f"hf: the chat template placed {len(pieces) - 1} image tokens for {len(images)} frames")
+        out: dict[str, Any] = {}
+        if images:
+            feats = self.image_processor(images=images, return_tensors="pt")
+            merge = int(self.image_processor.merge_size) ** 2
+            counts = [int(g.prod()) // merge for g in feats["image_grid_thw"]]
+            text = pieces[0] + "".join(self.image_token * n + rest for n, rest in zip(counts, pieces[1:]))
+            out.update(feats)
+        tok = self.tokenizer([text], return_tensors="pt", add_special_tokens=special)
+        out["input_ids"], out["attention_mask"] = tok["input_ids"], tok["attention_mask"]
+        out["mm_token_type_ids"] = (tok["input_ids"] == self.image_token_id).int()
+        return out
+
+    # ---- batching ------------------------------------------------------------------------------
+
+    async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        try:
+            inputs = await loop.run_in_executor(self._prep_pool, self.encode, prompt)
+        except LvuError as e:
+            return Response(error=str(e), latency=time.perf_counter() - t0)
+        except Exception as e:
+            return Response(error=f"hf: encoding failed: {type(e).__name__}: {_first_line(e)}",
+                            latency=time.perf_counter() - t0)
+        max_new = self.max_new_tokens or prompt.max_tokens
+        request = _Request(inputs, (max_new, float(prompt.temperature)), loop.create_future(), loop)
+        self._ensure_batcher(loop)
+        assert self._queue is not None
+        self._queue.put_nowait(request)
+        response: Response = await request.future
+        response.latency = time.perf_counter() - t0
+        return response
+
+    def _ensure_batcher(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._loop is not loop or self._batcher is None or self._batcher.done():
+            self._loop, self._queue = loop, asyncio.Queue()
+            self._batcher = loop.create_task(self._batch_loop())
+
+    async def _batch_loop(self) -> None:
+        assert self._queue is not None
+        queue, loop = self._queue, asyncio.get_running_loop()
+        held: list[_Request] = []  # requests with other generation settings, first in line next time
+        while True:
+            first = held.pop(0) if held else await queue.get()
+            batch, deadline = [first], loop.time() + self.batch_wait
+            for r in list(held):
+                if len(batch) < self.batch_size and r.gen_key == first.gen_key:
+                    held.remove(r)
+                    batch.append(r)
+            while len(batch) < self.batch_size:
+                try:
+                    r = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        break
+                    try:
+                        r = await asyncio.wait_for(queue.get(), left)
+                    except (asyncio.TimeoutError, TimeoutError):
+                        break
+                (batch if r.gen_key == first.gen_key else held).append(r)
+            live = [r for r in batch if not r.future.done()]
+            if not live:
+                continue
+            try:
+                responses = await loop.run_in_executor(self._gen_pool, self._run_batch, live)
+            except Exception as e:  # never leave a caller waiting
+                responses = [Response(error=f"hf: {type(e).__name__}: {_first_line(e)}")] * len(live)
+            for r, resp in zip(live, responses):
+                if not r.future.done():
+                    r.future.set_result(resp)
+
+    def _run_batch(self, batch: list[_Request]) -> list[Response]:
+        """Generate for a batch (in the generation thread); falls back to one by one."""
+        if len(batch) > 1:
+            try:
+                return self._generate([r.inputs for r in batch], batch[0].gen_key)
+            except Exception:  # _Unbatchable, or e.g. out of memory: each prompt gets its own try
+                pass
+        out = []
+        for r in batch:
+            try:
+                out.extend(self._generate([r.inputs], r.gen_key))
+            except Exception as e:
+                out.append(Response(error=f"hf: generation failed: {type(e).__name__}: {_first_line(e)}"))
+        return out
+
+    # ---- generation (generation thread) --------------------------------------------------------
+
+    def _collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        if len(items) == 1:
+            return dict(items[0])
+        keys = set().union(*items)
+        out: dict[str, Any] = {}
+        width = max(int(it["input_ids"].shape[1]) for it in items)
+        for key in keys:
+            values = [it[key] for it in items if key in it]
+            if key in SEQUENCE_KEYS:
+                if len(values) != len(items):
+                    raise _Unbatchable(key)
+                fill = self.pad_id if key == "input_ids" else 0
+                rows = [torch.nn.functional.pad(v, (width - v.shape[1], 0), value=fill) for v in values]
+                out[key] = torch.cat(rows, dim=0)
+            elif all(isinstance(v, torch.Tensor) for v in values):
+                if len({tuple(v.shape[1:]) for v in values}) > 1:
+                    raise _Unbatchable(key)
+                out[key] = torch.cat(values, dim=0)
+            else:
+                raise _Unbatchable(key)
+        return out
+
+    def _generate(self, items: list[dict[str, Any]], gen_key: tuple) -> list[Response]:
+        import torch
+
+        inputs = self._collate(items)
+        device = self.model.device
+        float_dtype = self.model.dtype
+        for k, v in inputs.items():
+            if isinstance(v, torch.Tensor):
+                inputs[k] = v.to(device, dtype=float_dtype) if v.is_floating_point() else v.to(device)
+        max_new, temperature = gen_key
+        kwargs: dict[str, Any] = {"max_new_tokens": int(max_new), "pad_token_id": self.pad_id,
+                                  "return_dict_in_generate": True, "output_logits": self.want_logprobs}
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature)
+            if self.seed is not None:
+                torch.manual_seed(int(self.seed))
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **kwargs)
+        self.batch_sizes.append(len(items))
+        start = inputs["input_ids"].shape[1]
+        new = out.sequences[:, start:].tolist()
+        prompt_lens = inputs["attention_mask"].sum(dim=1).tolist()
+        steps = None
+        if self.want_logprobs and out.logits:
+            # one step at a time: a (batch, steps, vocab) stack would hold GBs for long answers
+            chosen_ids = out.sequences[:, start:]
+            steps = []
+            for j, logits in enumerate(out.logits):
+                lp = logits.float().log_softmax(dim=-1)
+                top = lp.topk(min(self.top_logprobs, lp.shape[-1]), dim=-1)
+                chosen = lp.gather(1, chosen_ids[:, j:j + 1]).squeeze(1)
+                steps.append((chosen.tolist(), top.values.tolist(), top.indices.tolist()))
+        responses = []
+        for i, ids in enumerate(new):
+            n = next((j for j, t in enumerate(ids) if t in self.eos_ids), len(ids))
+            text = self.tokenizer.decode(ids[:n], skip_special_tokens=True)
+            resp = Response(text=text, usage={"prompt_tokens": int(prompt_lens[i]), "completion_tokens": n})
+            if steps is not None:
+                resp.logprobs = [self._token_logprobs(ids[j], steps[j][0][i], steps[j][1][i], steps[j][2][i])
+                                 for j in range(n)]
+            responses.append(resp)
+        return responses
+
+    def _token_logprobs(self, chosen: int, chosen_lp: float, values: list[float], indices: list[int]) -> dict[str, float]:
+        """The generated token first, then the top alternatives (token text -> log-probability)."""
+        out = {self.tokenizer.decode([chosen]): chosen_lp}
+        for lp, idx in zip(values, indices):
+            out.setdefault(self.tokenizer.decode([idx]), float(lp))
+        return out
+
+    async def close(self) -> None:
+        if self._batcher is not None and not self._batcher.done():
+            self._batcher.cancel()
+        self._batcher = None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0] if "\n" in text else text
+
+
+def _chat_template_file(model_id: str) -> str | None:
+    """A chat template shipped beside the processor (chat_template.jinja / .json) when the
+    tokenizer has none — older Qwen2-VL repos keep it only there."""
+    import json
+
+    from transformers.utils import cached_file
+
+    for name in ("chat_template.jinja", "chat_template.json"):
+        path = cached_file(model_id, name, _raise_exceptions_for_missing_entries=False)
+        if path:
+            text = open(path, encoding="utf-8").read()
+            return json.loads(text)["chat_template"] if name.endswith(".json") else text
+    return None

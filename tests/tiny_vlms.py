@@ -1,0 +1,127 @@
+"""Tiny randomly initialised VLMs, built from configs with a tokenizer trained here (no download).
+
+`build_llava(dir)` and `build_qwen2_vl(dir)` / `build_qwen2_5_vl(dir)` write a checkpoint that
+transformers loads like a hub model (`AutoModelForImageTextToText.from_pretrained(dir)`): weights,
+config, tokenizer with a chat template, and the image processor (the PIL one, no torchvision).
+Needs torch and transformers; each build takes well under a second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CORPUS = [
+    "Look at the video frames and answer the question. What happens first?",
+    "(A) a cat (B) a dog (C) a red car (D) nothing. Best option: (",
+    "system user assistant subtitle frame the cat sat on the mat",
+] * 4
+
+LLAVA_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}SYSTEM: {{ m['content'][0]['text'] }}\n"
+    "{% else %}{{ m['role'].upper() }}: "
+    "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}"
+    "</s>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+"""Interleaving template (images where they occur among the texts), LLaVA-OneVision style."""
+
+QWEN_TEMPLATE = (
+    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""The structure of Qwen2-VL-Instruct's template for images and text."""
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                 "<|image_pad|>", "<|video_pad|>"]
+
+
+def train_tokenizer(specials: list[str], bos: str | None = None, **tokens):
+    """A byte-level BPE tokenizer trained on a few sentences, wrapped for transformers; with
+    `bos`, it puts that token in front of every text (as Llama's tokenizer does)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tk.train_from_iterator(CORPUS, trainer)
+    if bos:
+        tk.post_processor = processors.TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tk.token_to_id(bos))])
+    return PreTrainedTokenizerFast(tokenizer_object=tk, **tokens)
+
+
+def build_llava(path: Path) -> Path:
+    import torch
+    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    tok = train_tokenizer(["<pad>", "<s>", "</s>", "<image>"], bos="<s>", pad_token="<pad>", bos_token="<s>",
+                          eos_token="</s>", extra_special_tokens={"image_token": "<image>"})
+    tok.chat_template = LLAVA_TEMPLATE
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                              image_size=56, patch_size=14, projection_dim=32)
+    text = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = LlavaConfig(vision_config=vision, text_config=text, vision_feature_layer=-1,
+                         image_token_index=tok.convert_tokens_to_ids("<image>"))
+    torch.manual_seed(0)
+    LlavaForConditionalGeneration(config).save_pretrained(path)
+    images = CLIPImageProcessorPil(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56})
+    LlavaProcessor(image_processor=images, tokenizer=tok, chat_template=LLAVA_TEMPLATE, patch_size=14,
+                   vision_feature_select_strategy="default", num_additional_image_tokens=1).save_pretrained(path)
+    return path
+
+
+def _qwen_tokenizer():
+    tok = train_tokenizer(QWEN_SPECIALS, pad_token="<|endoftext|>", eos_token="<|im_end|>")
+    tok.chat_template = QWEN_TEMPLATE
+    ids = {s: tok.convert_tokens_to_ids(s) for s in QWEN_SPECIALS}
+    text = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, bos_token_id=None,
+                eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]})
+    tokens = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                  vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    return tok, text, tokens
+
+
+def _save_qwen(model, tok, path: Path) -> Path:
+    from transformers import Qwen2VLImageProcessorPil
+
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    # 56x56 .. 112x112 pixels: 4 to 16 patches of 14 px, merged 2x2 -> 1 to 4 tokens per image
+    Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": 112 * 112}).save_pretrained(path)
+    return path
+
+
+def build_qwen2_vl(path: Path) -> Path:
+    import torch
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    tok, text, tokens = _qwen_tokenizer()
+    vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, spatial_merge_size=2, patch_size=14,
+                  temporal_patch_size=2)
+    torch.manual_seed(0)
+    model = Qwen2VLForConditionalGeneration(Qwen2VLConfig(text_config=text, vision_config=vision, **tokens))
+    return _save_qwen(model, tok, path)
+
+
+def build_qwen2_5_vl(path: Path) -> Path:
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    tok, text, tokens = _qwen_tokenizer()
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                  spatial_merge_size=2, patch_size=14, temporal_patch_size=2, window_size=56,
+                  fullatt_block_indexes=[1])
+    torch.manual_seed(0)
+    model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens))
+    return _save_qwen(model, tok, path)
