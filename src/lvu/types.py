@@ -105,6 +105,8 @@ class Prompt(BaseModel):
     """Option texts, for backends that score options directly (log-probs, heuristic baselines)."""
     question: str | None = None
     """The bare question, for backends that need it apart from the formatted text."""
+    video: str | None = None
+    """Path of the source video, for backends that upload the whole file (Gemini video_upload)."""
     max_tokens: int = 64
     temperature: float = 0.0
 

@@ -183,7 +183,9 @@ class Engine:
             all_cues = self.cues.get(("asr", sample.video.path), lambda: transcribe(sample.video.path))
         if all_cues is not None:
             cues = select_cues(all_cues, [f.timestamp for f in frames], plan.subtitle_mode)
-        return self.bench.build_prompt(sample, frames, cues), [f.timestamp for f in frames]
+        prompt = self.bench.build_prompt(sample, frames, cues)
+        prompt.video = prompt.video or sample.video.path
+        return prompt, [f.timestamp for f in frames]
 
     # ---- one sample ------------------------------------------------------------------------------
 
