@@ -1,0 +1,446 @@
+"""The `openai` backend: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM `serve`,
+SGLang, Ollama, LM Studio...) through the official `openai` SDK's async client.
+
+    lvu run -b videomme -m openai -a model=Qwen/Qwen2.5-VL-7B-Instruct -a base_url=http://localhost:8000/v1
+
+A prompt becomes one user message whose content parts follow the prompt's parts in order: each
+frame a base64 JPEG `image_url` part, each text or subtitle part a `text` part (`to_messages`).
+The API key comes from the environment only (`OPENAI_API_KEY`, or the variable `api_key_env`
+names) and is never part of the model's identity, the run spec, the response cache or an error.
+
+Retries are ours (the SDK's own are off): 429, 5xx, 408/409, timeouts and connection errors are
+retried with exponential backoff and jitter, waiting what `Retry-After` / `retry-after-ms` asks
+for when the server says. Other failures (context length, other 4xx, refusals, content filter,
+empty replies) come back at once as a one-line `Response.error`. Successful responses are cached
+on disk (`cache_dir("responses")`), keyed by a hash of the base URL and the exact request body,
+so an identical request is never paid for twice. See docs/models/openai.md for every argument.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import email.utils
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lvu.errors import LvuError
+from lvu.models.base import Model, register_model
+from lvu.paths import cache_dir
+from lvu.types import Frame, Prompt, Response, as_rgb
+
+OPENAI_URL = "https://api.openai.com/v1"
+PREFIX_MODES = ("auto", "continue", "message", "user")
+DETAILS = ("auto", "low", "high")
+DEFAULTS: dict[str, Any] = {
+    "base_url": None, "api_key_env": "OPENAI_API_KEY", "temperature": None, "max_tokens": None,
+    "max_tokens_field": "max_tokens", "seed": None, "logprobs": False, "top_logprobs": 5,
+    "quality": 90, "detail": None, "max_side": None, "prefix": "auto", "timeout": 120.0,
+    "max_retries": 6, "backoff": 1.0, "backoff_max": 60.0, "max_wait": 300.0, "cache": True,
+    "max_concurrency": None, "extra_body": None,
+}
+"""Every argument but `model` (required), with its default."""
+_CACHE_VERSION = 1
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
+                  "too long for the model", "exceeds the model")
+
+
+# ---- request building (pure) ------------------------------------------------------------------------
+
+
+def encode_jpeg(image: Any, *, quality: int = 90, max_side: int | None = None) -> str:
+    """An RGB image as base64 JPEG text; `max_side` shrinks it (aspect kept) so its longer side fits."""
+    from PIL import Image
+
+    img = Image.fromarray(as_rgb(image))
+    if max_side and max(img.size) > max_side:
+        scale = max_side / max(img.size)
+        img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.BICUBIC)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=int(quality))
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class _EncodedFrames:
+    """Base64 JPEGs of frames seen recently, by array identity: the engine hands the samples of one
+    video the same frame arrays, so each distinct frame is encoded once. Entries hold a weak
+    reference and only count while it still points at the same array (ids are reused after an
+    array is freed). Frames are never modified in place in lvu; bounded to `max_bytes` of text."""
+
+    def __init__(self, quality: int, max_side: int | None, max_bytes: int = 64 << 20) -> None:
+        self.quality, self.max_side, self.max_bytes = quality, max_side, max_bytes
+        self.items: collections.OrderedDict[int, tuple[weakref.ref, str]] = collections.OrderedDict()
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, image: Any) -> str:
+        if not isinstance(image, np.ndarray):
+            return encode_jpeg(image, quality=self.quality, max_side=self.max_side)
+        key = id(image)
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None and hit[0]() is image:
+                self.items.move_to_end(key)
+                return hit[1]
+        text = encode_jpeg(image, quality=self.quality, max_side=self.max_side)
+        with self.lock:
+            old = self.items.pop(key, None)
+            self.size += len(text) - (len(old[1]) if old else 0)
+            self.items[key] = (weakref.ref(image), text)
+            while self.size > self.max_bytes and self.items:
+                self.size -= len(self.items.popitem(last=False)[1][1])
+        return text
+
+
+def to_messages(prompt: Prompt, *, quality: int = 90, detail: str | None = None, max_side: int | None = None,
+                prefix: str = "message", encode: Callable[[Any], str] | None = None) -> list[dict[str, Any]]:
+    """The chat messages for a prompt: [system], one user message with one content part per prompt
+    part in the prompt's order (frames as `image_url` data URLs of base64 JPEGs, text and subtitle
+    parts as `text`), then the assistant prefix — as a final assistant message (`prefix` "message"
+    or "continue") or as a last text part of the user message (`prefix` "user"). `encode` replaces
+    `encode_jpeg(image, quality=..., max_side=...)` (the backend passes its memoised encoder)."""
+    messages: list[dict[str, Any]] = []
+    if prompt.system:
+        messages.append({"role": "system", "content": prompt.system})
+    content: list[dict[str, Any]] = []
+    for part in prompt.parts:
+        if isinstance(part, Frame):
+            data = encode(part.image) if encode else encode_jpeg(part.image, quality=quality, max_side=max_side)
+            url: dict[str, Any] = {"url": "data:image/jpeg;base64," + data}
+            if detail:
+                url["detail"] = detail
+            content.append({"type": "image_url", "image_url": url})
+        else:
+            content.append({"type": "text", "text": part.text})
+    if prompt.assistant_prefix and prefix == "user":
+        content.append({"type": "text", "text": prompt.assistant_prefix})
+    messages.append({"role": "user", "content": content})
+    if prompt.assistant_prefix and prefix != "user":
+        messages.append({"role": "assistant", "content": prompt.assistant_prefix})
+    return messages
+
+
+def request_key(base_url: str, body: dict[str, Any]) -> str:
+    """Cache key of a request: sha256 of the base URL and the exact JSON body (no key, no headers)."""
+    blob = json.dumps({"v": _CACHE_VERSION, "base_url": base_url, "body": body}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise LvuError(f"openai: {name}={value!r} is not true/false")
+
+
+def _as_number(name: str, value: Any, kind: type = float, low: float | None = None) -> Any:
+    try:
+        out = kind(value)
+    except (TypeError, ValueError):
+        raise LvuError(f"openai: {name}={value!r} is not a {'whole ' if kind is int else ''}number") from None
+    if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
+        raise LvuError(f"openai: {name}={value!r} is not a {'whole ' if kind is int else ''}number")
+    if low is not None and out < low:
+        raise LvuError(f"openai: {name}={value!r} must be at least {low:g}")
+    return out
+
+
+# ---- the backend -----------------------------------------------------------------------------------
+
+
+@register_model("openai")
+class OpenAICompat(Model):
+    """An OpenAI-compatible chat-completions endpoint. Arguments (`--model-arg k=v`): see DEFAULTS
+    and docs/models/openai.md. `model` is required; the API key is read from the environment."""
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        if "api_key" in args:
+            raise LvuError("openai: do not pass api_key as a model argument (it would be stored with the run) — "
+                           "set OPENAI_API_KEY, or api_key_env=NAME to read another variable")
+        unknown = set(args) - set(DEFAULTS) - {"model"}
+        if unknown:
+            raise LvuError(f"openai has no argument(s) {', '.join(sorted(unknown))}; known: model, "
+                           + ", ".join(sorted(DEFAULTS)))
+        if not args.get("model"):
+            raise LvuError("openai needs the model name: --model-arg model=NAME (e.g. gpt-4o, or the id vLLM serves)")
+        a = {**DEFAULTS, **args}
+        self.model = str(a["model"])
+        self.base_url = str(a["base_url"] or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        self.key_env = str(a["api_key_env"])
+        key = os.environ.get(self.key_env)
+        if not key:
+            if "api_key_env" in args or self.base_url == OPENAI_URL:
+                raise LvuError(f"openai: no API key — set the environment variable {self.key_env}")
+            key = "EMPTY"  # local servers (vLLM, SGLang, Ollama) take any key
+        self._key = key
+        self.temperature = None if a["temperature"] is None else _as_number("temperature", a["temperature"], low=0)
+        self.max_tokens = None if a["max_tokens"] is None else _as_number("max_tokens", a["max_tokens"], int, 1)
+        if a["max_tokens_field"] not in ("max_tokens", "max_completion_tokens"):
+            raise LvuError(f"openai: max_tokens_field={a['max_tokens_field']!r} — use max_tokens or max_completion_tokens")
+        self.max_tokens_field = a["max_tokens_field"]
+        self.seed = None if a["seed"] is None else _as_number("seed", a["seed"], int)
+        self.logprobs = _as_bool("logprobs", a["logprobs"])
+        self.top_logprobs = _as_number("top_logprobs", a["top_logprobs"], int, 0)
+        self.quality = _as_number("quality", a["quality"], int, 1)
+        if self.quality > 100:
+            raise LvuError(f"openai: quality={self.quality} — JPEG quality goes from 1 to 100")
+        if a["detail"] is not None and a["detail"] not in DETAILS:
+            raise LvuError(f"openai: detail={a['detail']!r} — use one of {', '.join(DETAILS)}")
+        self.detail = a["detail"]
+        self.max_side = None if a["max_side"] is None else _as_number("max_side", a["max_side"], int, 1)
+        if a["prefix"] not in PREFIX_MODES:
+            raise LvuError(f"openai: prefix={a['prefix']!r} — use one of {', '.join(PREFIX_MODES)}")
+        self.prefix = a["prefix"] if a["prefix"] != "auto" else ("message" if self.base_url == OPENAI_URL
+                                                                 else "continue")
+        self.timeout = _as_number("timeout", a["timeout"], low=0.001)
+        self.max_retries = _as_number("max_retries", a["max_retries"], int, 0)
+        self.backoff = _as_number("backoff", a["backoff"], low=0)
+        self.backoff_max = _as_number("backoff_max", a["backoff_max"], low=0)
+        self.max_wait = _as_number("max_wait", a["max_wait"], low=0)
+        self.cache = _as_bool("cache", a["cache"])
+        self.max_concurrency = (None if a["max_concurrency"] is None
+                                else _as_number("max_concurrency", a["max_concurrency"], int, 1))
+        if a["extra_body"] is not None and not isinstance(a["extra_body"], dict):
+            raise LvuError('openai: extra_body must be a JSON object, e.g. extra_body=\'{"top_k": 1}\'')
+        self.extra_body = dict(a["extra_body"] or {})
+        self.cache_root = cache_dir("responses")
+        self._encode = _EncodedFrames(self.quality, self.max_side)
+        self._sleep = asyncio.sleep  # tests replace it to see the waits
+        self._rng = random.Random()
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAICompat(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        import openai
+
+        return {"backend": self.name, **self.args, "model": self.model, "base_url": self.base_url,
+                "prefix": self.prefix, "sdk": f"openai {openai.__version__}"}
+
+    # ---- client ------------------------------------------------------------------------------------
+
+    def _ensure_client(self) -> Any:
+        """One AsyncOpenAI per event loop (its connection pool belongs to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            import openai
+
+            self._client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+                                              max_retries=0)
+            self._loop = loop
+            self._sem = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            try:
+                await self._client.close()
+            except RuntimeError:  # its loop is gone already
+                pass
+            self._client = self._loop = None
+
+    # ---- request -----------------------------------------------------------------------------------
+
+    def build_body(self, prompt: Prompt) -> dict[str, Any]:
+        """The exact JSON body sent for a prompt (what the cache key hashes)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_messages(prompt, detail=self.detail, prefix=self.prefix, encode=self._encode),
+            "temperature": self.temperature if self.temperature is not None else prompt.temperature,
+            self.max_tokens_field: self.max_tokens if self.max_tokens is not None else prompt.max_tokens,
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.logprobs:
+            body["logprobs"] = True
+            if self.top_logprobs:
+                body["top_logprobs"] = self.top_logprobs
+        if prompt.assistant_prefix and self.prefix == "continue":  # vLLM / SGLang chat-template switches
+            body["continue_final_message"], body["add_generation_prompt"] = True, False
+        body.update(self.extra_body)
+        return body
+
+    async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
+        t0 = time.perf_counter()
+        try:
+            body = await asyncio.to_thread(self.build_body, prompt) if prompt.frames else self.build_body(prompt)
+        except Exception as e:  # a frame that cannot be encoded fails its sample only
+            return Response(error=f"openai: cannot encode the prompt: {type(e).__name__}: {e}")
+        key = request_key(self.base_url, body) if self.cache else None
+        if key and (hit := self._cache_get(key)) is not None:
+            return hit
+        client = self._ensure_client()
+        if self._sem is not None:
+            async with self._sem:
+                response = await self._call(client, body)
+        else:
+            response = await self._call(client, body)
+        response.latency = time.perf_counter() - t0
+        if key and response.error is None:
+            self._cache_put(key, response)
+        return response
+
+    async def _call(self, client: Any, body: dict[str, Any]) -> Response:
+        import openai
+        from openai.types.chat import ChatCompletion
+
+        attempt = 0
+        while True:
+            try:
+                # The SDK's generic POST (its documented way to send a body as is): the exact body the
+                # cache key hashes goes out, and the SDK's per-field transform of `create()` (several ms
+                # for a prompt of many image parts, under the event loop) is skipped. Parsing, errors and
+                # auth headers are the SDK's, as with chat.completions.create.
+                completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+                return self._parse(completion)
+            except openai.APIStatusError as e:
+                status = e.status_code
+                retryable = (status in (408, 409, 429) or status >= 500) and e.code != "insufficient_quota"
+                if not retryable or attempt >= self.max_retries:
+                    return Response(error=self._describe(e, attempt))
+                wait = retry_after(e.response.headers)
+                delay = min(wait, self.max_wait) if wait is not None else self._backoff(attempt)
+            except openai.APIConnectionError as e:  # includes APITimeoutError
+                if attempt >= self.max_retries:
+                    return Response(error=self._describe(e, attempt))
+                delay = self._backoff(attempt)
+            except Exception as e:  # malformed responses and the like: this sample only
+                return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
+            attempt += 1
+            await self._sleep(delay)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: base·2^attempt capped at backoff_max, times U(0.5, 1)."""
+        return min(self.backoff_max, self.backoff * 2**attempt) * (0.5 + 0.5 * self._rng.random())
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key and self._key != "EMPTY" else text
+
+    def _describe(self, e: Exception, attempt: int) -> str:
+        import openai
+
+        tries = f" (after {attempt + 1} attempts)" if attempt else ""
+        if isinstance(e, openai.APIStatusError):
+            body = e.body if isinstance(e.body, dict) else {}
+            message = _one_line(body.get("message") or e.message)
+            status = e.status_code
+            if status == 400 and (e.code == "context_length_exceeded"
+                                  or any(h in message.lower() for h in _CONTEXT_HINTS)):
+                what = (f"context length exceeded (HTTP 400): {message} — use fewer frames, a smaller "
+                        "max_side or detail=low")
+            elif status in (401, 403):
+                what = f"authentication failed (HTTP {status}): {message} — check {self.key_env}"
+            elif status == 404:
+                what = f"not found (HTTP 404) at {self.base_url}: {message} — check model={self.model!r} and base_url"
+            elif e.code == "insufficient_quota":
+                what = f"quota exhausted (HTTP 429): {message}"
+            else:
+                what = f"HTTP {status}{tries}: {message}"
+        elif isinstance(e, openai.APITimeoutError):
+            what = f"timed out after {self.timeout:g} s{tries} — raise timeout= or lower the concurrency"
+        else:
+            cause = e.__cause__ or e
+            what = f"cannot reach {self.base_url}{tries}: {_one_line(str(cause) or type(cause).__name__)}"
+        return self._scrub(f"openai: {what}")
+
+    def _parse(self, completion: Any) -> Response:
+        usage = {}
+        if getattr(completion, "usage", None) is not None:
+            usage = {k: int(v) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+                     if isinstance(v := getattr(completion.usage, k, None), int)}
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            return Response(usage=usage, error="openai: empty response (no choices)")
+        choice = choices[0]
+        message = choice.message
+        if getattr(message, "refusal", None):
+            return Response(usage=usage, error=f"openai: the model refused: {_one_line(message.refusal, 200)}")
+        if choice.finish_reason == "content_filter":
+            return Response(text=message.content or "", usage=usage,
+                            error="openai: blocked by the provider's content filter")
+        text = message.content or ""
+        if not text.strip():
+            return Response(usage=usage, error=f"openai: empty response (finish_reason={choice.finish_reason})"
+                            + (" — raise max_tokens" if choice.finish_reason == "length" else ""))
+        logprobs = None
+        if self.logprobs and getattr(choice, "logprobs", None) is not None and choice.logprobs.content:
+            logprobs = []
+            for tok in choice.logprobs.content:
+                alts = {t.token: float(t.logprob) for t in (tok.top_logprobs or [])}
+                alts.setdefault(tok.token, float(tok.logprob))
+                logprobs.append(alts)
+        return Response(text=text, logprobs=logprobs, usage=usage)
+
+    # ---- response cache ----------------------------------------------------------------------------
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_root / key[:2] / f"{key}.json"
+
+    def _cache_get(self, key: str) -> Response | None:
+        try:
+            return Response.model_validate_json(self._cache_path(key).read_bytes())
+        except (OSError, ValueError):
+            return None  # missing or damaged: a miss
+
+    def _cache_put(self, key: str, response: Response) -> None:
+        """Write-then-rename: a reader sees a whole entry or none; concurrent writers both succeed."""
+        path = self._cache_path(key)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "wb") as f:
+                f.write(response.model_dump_json().encode())
+            os.replace(tmp, path)
+        except OSError:  # a cache that cannot be written costs money later, never the answer now
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
