@@ -57,3 +57,10 @@ class FollowModel(Model):
             return Response(error="HTTP 500 from server")
         letter = re.search(r"pick ([A-D])", prompt.question or "").group(1)
         return Response(text=f"({letter})")
+
+
+@register_model("fake-follow-neutral")
+class NeutralFollowModel(FollowModel):
+    """fake-follow whose `delay` and `log` cannot change answers, so they stay out of the run id."""
+
+    run_neutral_args = ("delay", "log")

@@ -131,3 +131,14 @@ def test_run_id_covers_effective_settings_and_data_version():
     assert spec.settings["frames"] == 32 and spec.settings["data_version"] == f"haystack-{VERSION}"
     other, _, _ = make_spec("haystack", "random", settings={"frames": 8})
     assert other.run_id != spec.run_id
+
+
+def test_run_neutral_model_args_stay_out_of_the_run_id(tmp_path):
+    first = run("fake", "fake-follow-neutral", settings={"n": 3}, model_args={"delay": 0},
+                results_dir=tmp_path, show_progress=False)
+    again = run("fake", "fake-follow-neutral", settings={"n": 3}, model_args={"delay": 0.01},
+                results_dir=tmp_path, show_progress=False)
+    assert again.run_id == first.run_id and again.n_done_before == 3
+    other = run("fake", "fake-follow", settings={"n": 3}, model_args={"delay": 0.01},
+                results_dir=tmp_path, show_progress=False)
+    assert other.run_id != first.run_id

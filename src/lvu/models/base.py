@@ -14,6 +14,9 @@ from lvu.types import Prompt, Response
 
 class Model(ABC):
     name: ClassVar[str] = ""
+    run_neutral_args: ClassVar[tuple[str, ...]] = ()
+    """Arguments that cannot change answers (retries, timeouts, caching, concurrency): left out
+    of the run id, so re-running with e.g. more retries resumes the same run."""
 
     def __init__(self, **args: Any) -> None:
         self.args = args

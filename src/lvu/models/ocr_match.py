@@ -383,6 +383,8 @@ class OcrMatch(Model):
     Args: `threads` (onnxruntime threads, default min(4, CPUs)); `cache` (True, False or a
     directory; default True = <cache>/ocr)."""
 
+    run_neutral_args = ("threads", "cache")
+
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
         unknown = set(args) - {"threads", "cache"}

@@ -65,11 +65,12 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     bench = BENCHMARKS.get(benchmark)(**(settings or {}))
     mdl = MODELS.get(model)(**(model_args or {}))
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    args = {k: v for k, v in (model_args or {}).items() if k not in type(mdl).run_neutral_args}
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
     if asr:  # transcripts stand in for missing subtitles: a different input, so a different run
         effective["asr"] = True
-    spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
+    spec = RunSpec(benchmark=benchmark, model=model, model_args=args, settings=effective)
     return spec, bench, mdl
 
 
