@@ -202,6 +202,27 @@ def test_retries_get_through_injected_faults(server):
                 for i in range(6)}) == 1  # every retry sends the same request
 
 
+def test_server_waits_are_capped_by_max_wait_and_quota_is_not_retried(server):
+    import httpx
+    import openai
+
+    from lvu.models.openai_compat import is_retryable
+
+    server.retry_after = 500
+    server.script("429")
+    m = model(server, max_wait=3)
+    [r] = generate(m, prompt(1))
+    assert r.error is None and m.waits == [3.0]
+
+    def error(status: int, code: str | None) -> openai.APIStatusError:
+        response = httpx.Response(status, request=httpx.Request("POST", "http://x/v1/chat/completions"))
+        return openai.APIStatusError("x", response=response, body={"code": code, "message": "x"})
+
+    assert is_retryable(error(429, "rate_limit_exceeded")) and is_retryable(error(409, None))
+    assert not is_retryable(error(429, "insufficient_quota")) and not is_retryable(error(400, None))
+    assert not is_retryable(ValueError("malformed"))
+
+
 def test_retries_exhausted_is_a_sample_error(server):
     server.script(*["500"] * 3)
     m = model(server, max_retries=2)

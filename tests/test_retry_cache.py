@@ -10,7 +10,13 @@ import time
 import pytest
 
 from lvu.models.response_cache import ResponseCache, request_key, resolve_cache_dir
-from lvu.models.retry import backoff_delay, parse_retry_after, with_retries
+from lvu.models.retry import (
+    backoff_delay,
+    parse_retry_after,
+    retry_after_from_headers,
+    retryable_status,
+    with_retries,
+)
 from lvu.types import Response
 
 
@@ -90,3 +96,27 @@ def test_response_cache(tmp_path):
     assert cache.get(k1) is None  # a broken entry is a miss
     assert ResponseCache(None).get(k1) is None
     assert resolve_cache_dir(False, "x") is None and resolve_cache_dir(str(tmp_path), "x") == tmp_path
+
+
+def test_equal_jitter_and_separate_cap_for_server_hints():
+    rng = random.Random(1)
+    waits = [backoff_delay(3, base_delay=1.0, max_delay=60.0, min_fraction=0.5, rng=rng) for _ in range(200)]
+    assert all(4.0 <= w <= 8.0 for w in waits)  # never less than half the cap
+    call, calls = failing([Flaky(wait=500.0), Flaky(wait=500.0), Flaky()])
+    retries = []
+    result, sleeps = run(call, max_retries=5, base_delay=1.0, max_delay=10.0, max_wait=300.0,
+                         on_retry=lambda n, e, d: retries.append((n, d)))
+    assert result == "ok" and len(calls) == 4 and sleeps[:2] == [300.0, 300.0] and sleeps[2] <= 4.0  # max_wait caps hints
+    assert [n for n, _ in retries] == [1, 2, 3] and [d for _, d in retries] == sleeps
+
+
+def test_retry_after_from_headers_and_retryable_status():
+    assert retry_after_from_headers({"retry-after": "2"}) == 2.0
+    assert retry_after_from_headers({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_from_headers({"retry-after-ms": "", "retry-after": "9"}) == 9.0
+    assert retry_after_from_headers({"retry-after-ms": "x", "retry-after": "soon"}) is None
+    assert retry_after_from_headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after_from_headers(None) is None and retry_after_from_headers({}) is None
+    assert all(retryable_status(s) for s in (408, 429, 500, 503)) and not retryable_status(409)
+    assert retryable_status(409, also=(409,)) and not any(retryable_status(s) for s in (400, 401, 404))
+    assert not retryable_status(429, "insufficient_quota") and retryable_status(429, "rate_limit_exceeded")

@@ -33,7 +33,12 @@ from typing import Any
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
-from lvu.models.retry import parse_retry_after, with_retries
+from lvu.models.retry import (
+    parse_retry_after,
+    retry_after_from_headers,
+    retryable_status,
+    with_retries,
+)
 from lvu.types import Frame, Prompt, Response, as_rgb
 
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -170,22 +175,15 @@ def is_retryable(e: BaseException) -> bool:
     """429, 408 and 5xx API errors, timeouts and connection errors (of httpx or aiohttp)."""
     code = getattr(e, "code", None)
     if isinstance(code, int) and type(e).__module__.startswith("google.genai"):
-        return code in (408, 429) or code >= 500
+        return retryable_status(code)
     return any(c.__name__ in _TRANSIENT for c in type(e).__mro__)
 
 
 def retry_after(e: BaseException) -> float | None:
     """What the server asks to wait: `retry-after-ms` / `Retry-After` headers, else the
     RetryInfo `retryDelay` ('30s') in a Google error body."""
-    headers = getattr(getattr(e, "response", None), "headers", None)
-    if headers is not None:
-        try:
-            if (ms := headers.get("retry-after-ms")) is not None:
-                return max(0.0, float(ms) / 1000)
-        except (TypeError, ValueError):
-            pass
-        if (wait := parse_retry_after(headers.get("retry-after"))) is not None:
-            return wait
+    if (wait := retry_after_from_headers(getattr(getattr(e, "response", None), "headers", None))) is not None:
+        return wait
     details = getattr(e, "details", None)
     error = details.get("error", details) if isinstance(details, dict) else None
     for item in (error or {}).get("details", []) if isinstance(error, dict) else []:
@@ -265,6 +263,8 @@ class Gemini(Model):
 
     Args (`--model-arg k=v`): `model` (required, e.g. gemini-2.5-flash) and DEFAULTS; see
     docs/models/gemini.md."""
+
+    run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "cache")
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)

@@ -8,12 +8,14 @@ frame a base64 JPEG `image_url` part, each text or subtitle part a `text` part (
 The API key comes from the environment only (`OPENAI_API_KEY`, or the variable `api_key_env`
 names) and is never part of the model's identity, the run spec, the response cache or an error.
 
-Retries are ours (the SDK's own are off): 429, 5xx, 408/409, timeouts and connection errors are
-retried with exponential backoff and jitter, waiting what `Retry-After` / `retry-after-ms` asks
-for when the server says. Other failures (context length, other 4xx, refusals, content filter,
-empty replies) come back at once as a one-line `Response.error`. Successful responses are cached
-on disk (`cache_dir("responses")`), keyed by a hash of the base URL and the exact request body,
-so an identical request is never paid for twice. See docs/models/openai.md for every argument.
+Retries are ours (the SDK's own are off), through the shared `lvu.models.retry.with_retries`:
+429 (but not insufficient_quota), 5xx, 408/409, timeouts and connection errors are retried with
+exponential backoff and jitter, waiting what `Retry-After` / `retry-after-ms` asks for when the
+server says (at most `max_wait`). Other failures (context length, other 4xx, refusals, content
+filter, empty replies) come back at once as a one-line `Response.error`. Successful responses are
+cached on disk by the shared `lvu.models.response_cache.ResponseCache` (`cache_dir("responses")`),
+keyed by a hash of the base URL and the exact request body, so an identical request is never paid
+for twice. See docs/models/openai.md for every argument.
 """
 
 from __future__ import annotations
@@ -21,26 +23,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
-import email.utils
-import hashlib
 import io
-import json
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lvu.errors import LvuError
+from lvu.models import response_cache
 from lvu.models.base import Model, register_model
-from lvu.paths import cache_dir
+from lvu.models.response_cache import ResponseCache, resolve_cache_dir
+from lvu.models.retry import retry_after_from_headers, retryable_status, with_retries
 from lvu.types import Frame, Prompt, Response, as_rgb
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -54,7 +53,6 @@ DEFAULTS: dict[str, Any] = {
     "max_concurrency": None, "extra_body": None,
 }
 """Every argument but `model` (required), with its default."""
-_CACHE_VERSION = 1
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
                   "too long for the model", "exceeds the model")
 
@@ -135,33 +133,27 @@ def to_messages(prompt: Prompt, *, quality: int = 90, detail: str | None = None,
 
 
 def request_key(base_url: str, body: dict[str, Any]) -> str:
-    """Cache key of a request: sha256 of the base URL and the exact JSON body (no key, no headers)."""
-    blob = json.dumps({"v": _CACHE_VERSION, "base_url": base_url, "body": body}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """Cache key of a request: the shared `response_cache.request_key` (sha256) of the base URL and
+    the exact JSON body (no key, no headers)."""
+    return response_cache.request_key({"backend": "openai", "base_url": base_url, "body": body})
 
 
-def retry_after(headers: Any) -> float | None:
-    """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
+retry_after = retry_after_from_headers
+"""Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
+
+
+def is_retryable(e: BaseException) -> bool:
+    """429 (not insufficient_quota), 408, 409 and 5xx API errors; timeouts and connection errors."""
+    import openai
+
+    if isinstance(e, openai.APIStatusError):
+        return retryable_status(e.status_code, e.code, also=(409,))
+    return isinstance(e, openai.APIConnectionError)  # includes APITimeoutError
+
+
+def _hinted_wait(e: BaseException) -> float | None:
+    response = getattr(e, "response", None)
+    return retry_after(response.headers) if response is not None else None
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -196,6 +188,8 @@ def _as_number(name: str, value: Any, kind: type = float, low: float | None = No
 class OpenAICompat(Model):
     """An OpenAI-compatible chat-completions endpoint. Arguments (`--model-arg k=v`): see DEFAULTS
     and docs/models/openai.md. `model` is required; the API key is read from the environment."""
+
+    run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "max_wait", "cache", "max_concurrency")
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -243,12 +237,12 @@ class OpenAICompat(Model):
         self.backoff_max = _as_number("backoff_max", a["backoff_max"], low=0)
         self.max_wait = _as_number("max_wait", a["max_wait"], low=0)
         self.cache = _as_bool("cache", a["cache"])
+        self.responses = ResponseCache(resolve_cache_dir(self.cache, "responses"))
         self.max_concurrency = (None if a["max_concurrency"] is None
                                 else _as_number("max_concurrency", a["max_concurrency"], int, 1))
         if a["extra_body"] is not None and not isinstance(a["extra_body"], dict):
             raise LvuError('openai: extra_body must be a JSON object, e.g. extra_body=\'{"top_k": 1}\'')
         self.extra_body = dict(a["extra_body"] or {})
-        self.cache_root = cache_dir("responses")
         self._encode = _EncodedFrames(self.quality, self.max_side)
         self._sleep = asyncio.sleep  # tests replace it to see the waits
         self._rng = random.Random()
@@ -315,8 +309,8 @@ class OpenAICompat(Model):
             body = await asyncio.to_thread(self.build_body, prompt) if prompt.frames else self.build_body(prompt)
         except Exception as e:  # a frame that cannot be encoded fails its sample only
             return Response(error=f"openai: cannot encode the prompt: {type(e).__name__}: {e}")
-        key = request_key(self.base_url, body) if self.cache else None
-        if key and (hit := self._cache_get(key)) is not None:
+        key = request_key(self.base_url, body) if self.responses.root is not None else None
+        if key and (hit := self.responses.get(key)) is not None:
             return hit
         client = self._ensure_client()
         if self._sem is not None:
@@ -325,42 +319,38 @@ class OpenAICompat(Model):
         else:
             response = await self._call(client, body)
         response.latency = time.perf_counter() - t0
-        if key and response.error is None:
-            self._cache_put(key, response)
+        if key:
+            self.responses.put(key, response)  # successes only
         return response
 
     async def _call(self, client: Any, body: dict[str, Any]) -> Response:
         import openai
         from openai.types.chat import ChatCompletion
 
-        attempt = 0
-        while True:
-            try:
-                # The SDK's generic POST (its documented way to send a body as is): the exact body the
-                # cache key hashes goes out, and the SDK's per-field transform of `create()` (several ms
-                # for a prompt of many image parts, under the event loop) is skipped. Parsing, errors and
-                # auth headers are the SDK's, as with chat.completions.create.
-                completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-                return self._parse(completion)
-            except openai.APIStatusError as e:
-                status = e.status_code
-                retryable = (status in (408, 409, 429) or status >= 500) and e.code != "insufficient_quota"
-                if not retryable or attempt >= self.max_retries:
-                    return Response(error=self._describe(e, attempt))
-                wait = retry_after(e.response.headers)
-                delay = min(wait, self.max_wait) if wait is not None else self._backoff(attempt)
-            except openai.APIConnectionError as e:  # includes APITimeoutError
-                if attempt >= self.max_retries:
-                    return Response(error=self._describe(e, attempt))
-                delay = self._backoff(attempt)
-            except Exception as e:  # malformed responses and the like: this sample only
-                return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
-            attempt += 1
-            await self._sleep(delay)
+        async def once() -> Response:
+            # The SDK's generic POST (its documented way to send a body as is): the exact body the
+            # cache key hashes goes out, and the SDK's per-field transform of `create()` (several ms
+            # for a prompt of many image parts, under the event loop) is skipped. Parsing, errors and
+            # auth headers are the SDK's, as with chat.completions.create.
+            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+            return self._parse(completion)
 
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: base·2^attempt capped at backoff_max, times U(0.5, 1)."""
-        return min(self.backoff_max, self.backoff * 2**attempt) * (0.5 + 0.5 * self._rng.random())
+        retries = 0
+
+        def count(n: int, e: BaseException, delay: float) -> None:
+            nonlocal retries
+            retries = n
+
+        try:
+            # backoff: backoff·2^attempt capped at backoff_max, times U(0.5, 1); Retry-After capped at max_wait
+            return await with_retries(once, max_retries=self.max_retries, is_retryable=is_retryable,
+                                      retry_after=_hinted_wait, base_delay=self.backoff, max_delay=self.backoff_max,
+                                      max_wait=self.max_wait, min_fraction=0.5, rng=self._rng, sleep=self._sleep,
+                                      on_retry=count)
+        except (openai.APIStatusError, openai.APIConnectionError) as e:  # not retryable, or retries exhausted
+            return Response(error=self._describe(e, retries))
+        except Exception as e:  # malformed responses and the like: this sample only
+            return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key and self._key != "EMPTY" else text
@@ -419,28 +409,3 @@ class OpenAICompat(Model):
                 alts.setdefault(tok.token, float(tok.logprob))
                 logprobs.append(alts)
         return Response(text=text, logprobs=logprobs, usage=usage)
-
-    # ---- response cache ----------------------------------------------------------------------------
-
-    def _cache_path(self, key: str) -> Path:
-        return self.cache_root / key[:2] / f"{key}.json"
-
-    def _cache_get(self, key: str) -> Response | None:
-        try:
-            return Response.model_validate_json(self._cache_path(key).read_bytes())
-        except (OSError, ValueError):
-            return None  # missing or damaged: a miss
-
-    def _cache_put(self, key: str, response: Response) -> None:
-        """Write-then-rename: a reader sees a whole entry or none; concurrent writers both succeed."""
-        path = self._cache_path(key)
-        tmp = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "wb") as f:
-                f.write(response.model_dump_json().encode())
-            os.replace(tmp, path)
-        except OSError:  # a cache that cannot be written costs money later, never the answer now
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)

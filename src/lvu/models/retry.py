@@ -1,5 +1,5 @@
-"""Retries for API backends: exponential backoff with full jitter, honouring the server's
-Retry-After when it gives one. Shared by the openai and gemini backends."""
+"""Retries for API backends: exponential backoff with jitter, honouring the server's
+Retry-After when it gives one. The one retry policy of the openai and gemini backends."""
 
 from __future__ import annotations
 
@@ -7,18 +7,23 @@ import asyncio
 import email.utils
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+NO_RETRY_CODES = frozenset({"insufficient_quota"})
+"""Error codes that come with a retryable status (429) but will not get better by waiting."""
 
-def backoff_delay(attempt: int, *, base_delay: float = 1.0, max_delay: float = 60.0,
+
+def backoff_delay(attempt: int, *, base_delay: float = 1.0, max_delay: float = 60.0, min_fraction: float = 0.0,
                   rng: random.Random | None = None) -> float:
-    """Full-jitter backoff for retry number `attempt` (0-based): uniform in [0, base * 2**attempt],
-    capped at `max_delay`. Jitter spreads out clients that were throttled together."""
+    """Jittered backoff for retry number `attempt` (0-based): uniform in
+    [min_fraction * cap, cap] with cap = min(max_delay, base * 2**attempt). The default
+    `min_fraction=0` is full jitter; 0.5 is "equal jitter" (never less than half the cap).
+    Jitter spreads out clients that were throttled together."""
     cap = min(max_delay, base_delay * (2 ** attempt))
-    return (rng or random).uniform(0.0, cap)
+    return (rng or random).uniform(min_fraction * cap, cap)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -40,6 +45,26 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def retry_after_from_headers(headers: Mapping[str, Any] | None) -> float | None:
+    """Seconds the server asks us to wait from response headers: `retry-after-ms` (OpenAI and
+    others) first, else `Retry-After` (seconds or an HTTP date); None when neither is readable."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except (TypeError, ValueError):
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def retryable_status(status: int, code: str | None = None, *, also: Collection[int] = ()) -> bool:
+    """An HTTP error worth retrying: 408, 429, 5xx (and the statuses in `also`), unless its error
+    `code` says waiting cannot help (NO_RETRY_CODES, e.g. OpenAI's 429 insufficient_quota)."""
+    return (status in (408, 429) or status in also or status >= 500) and code not in NO_RETRY_CODES
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     *,
@@ -48,13 +73,19 @@ async def with_retries(
     retry_after: Callable[[BaseException], float | None] = lambda e: None,
     base_delay: float = 1.0,
     max_delay: float = 60.0,
+    max_wait: float | None = None,
+    min_fraction: float = 0.0,
+    rng: random.Random | None = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     on_retry: Callable[[int, BaseException, float], Any] | None = None,
 ) -> T:
     """Await `call()`; when it raises a retryable error, wait and call again, at most
     `max_retries` more times. The wait is the server's `retry_after(error)` when it names one
-    (capped at `max_delay`), else full-jitter exponential backoff. Non-retryable errors and the
-    last retryable one propagate unchanged, so the caller turns them into Response.error."""
+    (capped at `max_wait`, which defaults to `max_delay`), else jittered exponential backoff
+    (`backoff_delay`). `on_retry(n, error, delay)` sees retry number n (1-based) before its wait.
+    Non-retryable errors and the last retryable one propagate unchanged, so the caller turns
+    them into Response.error."""
+    hint_cap = max_delay if max_wait is None else max_wait
     attempt = 0
     while True:
         try:
@@ -63,8 +94,8 @@ async def with_retries(
             if attempt >= max_retries or not is_retryable(e):
                 raise
             hinted = retry_after(e)
-            delay = min(max_delay, hinted) if hinted is not None else backoff_delay(
-                attempt, base_delay=base_delay, max_delay=max_delay)
+            delay = min(hint_cap, hinted) if hinted is not None else backoff_delay(
+                attempt, base_delay=base_delay, max_delay=max_delay, min_fraction=min_fraction, rng=rng)
             if on_retry is not None:
                 on_retry(attempt + 1, e, delay)
             await sleep(delay)
