@@ -158,3 +158,19 @@ def test_missing_backend_says_what_to_install(tmp_video, monkeypatch, name, modu
     msg = str(e.value)
     assert f"{name!r} is not installed" in msg and hint in msg and "\n" not in msg
     assert name not in backends.available_backends()
+
+
+def test_frame_cache_decodes_misses_with_the_backend_and_keys_it(tmp_video, tmp_path, backend):
+    from lvu.media.cache import FrameCache
+
+    v = tmp_video(seconds=2, gop=30)
+    cache = FrameCache(tmp_path / "frames")
+    times = [0.5, 1.0, 1.9]
+    miss = cache.get_or_decode(v.path, times, backend=backend)
+    assert [read_index(a) for a in miss.data] == [15, 30, 57] == miss.indices
+    key = cache.key(v.path, times, backend=backend)
+    assert (key == cache.key(v.path, times)) == (backend == "pyav")
+    hit = cache.get(key)
+    assert hit is not None and hit.indices == miss.indices
+    for a, b in zip(hit.data, miss.data):
+        np.testing.assert_array_equal(a, b)

@@ -47,7 +47,7 @@ def test_quick_mode_prints_every_method_with_numbers(tmp_path, capsys):
     for what in ("lmms-eval sequential / lvu exact @N=24", "lvu exact / keyframes-only floor @N=24",
                  "lvu exact (cold) / cache hit @N=8", "lvu exact peak RSS @N=24"):
         assert what in labels
-    for label, (value, verdict) in ratios.items():
+    for value, verdict in ratios.values():
         if "not measured" not in verdict:
             assert re.fullmatch(r"[\d.]+(x| MB| cores)", value) and re.match(r"(met|MISSED) \(target", verdict)
     assert (tmp_path / BenchVideo(bench.QUICK_SECONDS, 250, bench.QUICK_SIZE).name).is_file()  # cached

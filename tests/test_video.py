@@ -11,7 +11,7 @@ import pytest
 
 from lvu.errors import VideoError
 from lvu.media.testing import draw_frame, marker_corner, read_index
-from lvu.media.video import FrameBatch, Resize, VideoReader, probe
+from lvu.media.video import FrameBatch, Resize, VideoReader, probe, probe_cached, probe_frames
 
 
 @pytest.fixture(autouse=True)
@@ -221,6 +221,22 @@ def test_probe_and_info(tmp_video, container):
         assert (r.duration, r.fps) == (info.duration, info.fps)
 
 
+def test_probe_cached_reuses_until_the_file_changes(tmp_video, tmp_path):
+    import shutil
+
+    path = tmp_path / "v.mp4"
+    shutil.copy(tmp_video(seconds=2, fps=25, gop=25).path, path)
+    first = probe_cached(path)
+    assert first == probe(path) and probe_cached(str(path)) is first
+    assert probe_frames(path) == (25.0, 50)
+    shutil.copy(tmp_video(seconds=1, fps=25, gop=25).path, path)  # replaced: new size and mtime
+    again = probe_cached(path)
+    assert again is not first and again.num_frames == 25
+    assert probe_cached(path) is again
+    with pytest.raises(VideoError):
+        probe_cached(tmp_path / "missing.mp4")
+
+
 def test_no_timestamps_falls_back_to_counting(tmp_video, tmp_path):
     """Raw H.264 (no container timestamps): frames are found by counting in decode order."""
     src = tmp_video(seconds=2, gop=20)
@@ -312,3 +328,39 @@ def test_barcode_roundtrip():
     for i in (0, 1, 255, 4097, 65535):
         assert read_index(draw_frame(i, (160, 96))) == i
         assert read_index(draw_frame(i, (64, 48))) == i
+
+
+# ---- decoding less, on more cores -------------------------------------------------------------
+
+
+def test_non_reference_frames_are_skipped_yet_every_frame_is_exact(tmp_video):
+    v = tmp_video(seconds=20, gop=250, bframes=3)  # x264's B-pyramid: about half are non-reference
+    ref, _ = sequential_decode(v.path)
+    with VideoReader(v.path, threads=1) as r:
+        assert_exact(r.get_frames_at([240, 490]), [240, 490], ref)
+        assert r.decoded_frames < 0.75 * (241 + 241)  # not every frame from each keyframe
+    with VideoReader(v.path, threads=1) as r:  # one call per frame goes on forward: no re-seeks
+        for i in range(300):
+            assert read_index(r.get_frames_at([i]).data[0]) == i
+        assert r.decoded_frames == 300
+    with VideoReader(v.path, threads=1) as r:  # next calls ask for frames just skipped past
+        for i in (100, 101, 103, 102, 260, 261, 262, 599, 598):
+            assert_exact(r.get_frames_at([i, i]), [i, i], ref)
+
+
+def test_parallel_decoders_give_the_same_frames(tmp_video, monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    v = tmp_video(seconds=12, gop=30, bframes=3)
+    ref, _ = sequential_decode(v.path)
+    wanted = sorted(np.random.default_rng(5).choice(v.num_frames, 40, replace=False).tolist())
+    with VideoReader(v.path) as par, VideoReader(v.path, threads=1) as one:
+        a, b = par.get_frames_at(wanted), one.get_frames_at(wanted)
+        assert len(par._twins) == 2 and not one._twins  # two decoders, each on its own GOPs
+        assert_exact(a, wanted, ref)
+        assert a.indices == b.indices and a.pts_seconds == b.pts_seconds
+        assert par.decoded_frames <= one.decoded_frames + 10  # the work is split, not repeated
+        assert_exact(par.get_frames_at(range(v.num_frames)), list(range(v.num_frames)), ref)
+        assert_exact(par.get_frames_at([7, 3]), [7, 3], ref)  # small calls: the main decoder
+    with VideoReader(v.path, approximate=True) as r:
+        b = r.get_frames_at(wanted)
+        assert b.indices == [i // 30 * 30 for i in wanted] == [read_index(x) for x in b.data]

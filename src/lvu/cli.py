@@ -22,6 +22,8 @@ data_app = typer.Typer(help="Benchmark release files: validation.", no_args_is_h
 app.add_typer(data_app, name="data")
 results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
+bench_app = typer.Typer(help="Performance benchmarks: lvu against its peers, side by side.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
 cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 console = Console(soft_wrap=True)
@@ -387,6 +389,17 @@ def cache_warm(
     console.print(f"{total['videos']} videos, {total['frames']} frames in {total['seconds']:.1f} s, "
                   f"{len(set(errors))} errors → {cache.root}")
     raise typer.Exit(1 if errors else 0)
+
+
+@bench_app.command("decode", add_help_option=False,
+                   context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_decode(ctx: typer.Context) -> None:
+    """Decode speed: lvu exact/approximate/cache vs lmms-eval sequential, decord, torchcodec, keyframe floor.
+
+    Options are the script's own (`lvu bench decode --help`): --quick, --minutes, --gop, --n, --methods."""
+    from lvu.media.bench import main as bench_main
+
+    raise typer.Exit(bench_main(ctx.args))
 
 
 def main() -> None:

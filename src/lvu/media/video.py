@@ -28,11 +28,12 @@ import logging
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import pairwise
 from pathlib import Path
 from typing import Self
 
@@ -289,7 +290,6 @@ def probe(path: str | Path) -> VideoInfo:
         return reader.info
 
 
-
 _PROBED: dict[tuple[str, int, int], VideoInfo] = {}
 _PROBED_LOCK = threading.Lock()
 
@@ -297,7 +297,8 @@ _PROBED_LOCK = threading.Lock()
 def probe_cached(path: str | Path) -> VideoInfo:
     """`probe`, memoised for the process per (real path, size, mtime_ns): a file that is replaced
     or edited is probed again. Thread-safe; errors are not cached (the next call probes again).
-    Two threads missing at once may both probe; the first result stored is the one kept."""
+    Two threads missing at once may both probe; the first result stored is kept (its `path` is
+    the name it was first probed under)."""
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
@@ -514,7 +515,7 @@ class VideoReader:
         # GOP g goes to part floor(n * work done before g / total): contiguous, about equal work
         part_of = np.minimum((n * (np.cumsum(work) - work) / total).astype(int), n - 1)
         starts = np.r_[0, firsts[np.flatnonzero(np.diff(part_of)) + 1], len(ts)]
-        return [targets[a:b] for a, b in zip(starts[:-1], starts[1:]) if b > a]
+        return [targets[a:b] for a, b in pairwise(starts.tolist()) if b > a]
 
     def _twin(self) -> VideoReader:
         """Another decoder over the same file and frame table (single-threaded)."""
@@ -533,7 +534,6 @@ class VideoReader:
             self._twins.append(self._twin())
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._decoders(), thread_name_prefix="lvu-decode")
-        self._cursor = None  # the twins move the file position; the main decoder starts afresh
 
         def work(twin: VideoReader, part: list[int]) -> dict:
             try:
@@ -542,11 +542,12 @@ class VideoReader:
                 twin._cursor = None
                 raise
 
+        jobs = [self._pool.submit(work, twin, part) for twin, part in zip(self._twins, parts)]
+        wait(jobs)  # all decoders idle again before any error propagates
         out: dict[int, tuple[np.ndarray, int]] = {}
-        for got in self._pool.map(work, self._twins, parts):
-            out.update(got)
+        for job in jobs:
+            out.update(job.result())
         return out
-
 
     def _rewind(self) -> None:
         self._container, self._stream = _rewind(self._container, self._stream, self.path)
