@@ -151,9 +151,9 @@ class Engine:
     def _duration(self, sample: Sample) -> float:
         if sample.video.duration:
             return float(sample.video.duration)
-        from lvu.media.video import probe
+        from lvu.media.video import probe_cached  # shared with the benchmarks: each video is probed once
 
-        return self.frames.get(("probe", sample.video.path), lambda: probe(sample.video.path)).duration
+        return probe_cached(sample.video.path).duration
 
     def prepare(self, sample: Sample) -> tuple[Prompt, list[float]]:
         plan = self.bench.plan(sample, self._duration(sample))
