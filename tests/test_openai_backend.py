@@ -251,12 +251,31 @@ def test_errors_that_are_not_retried(server, fault, expected):
     assert SECRET not in r.error
 
 
-def test_unreachable_server(server):
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+def test_unreachable_server(server, http):
     port = server.port
     server.stop()
-    m = OpenAICompat(model="x", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.001)
+    m = OpenAICompat(model="x", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.001, http=http)
     [r] = generate(m, prompt(1))
+    # the aiohttp transport reports a refused connection as a connect timeout: still "cannot reach"
     assert r.error.startswith(f"openai: cannot reach http://127.0.0.1:{port}/v1 (after 2 attempts)")
+
+
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+def test_both_transports_send_the_same_request(server, http):
+    server.script("500", "timeout")
+    server.hang = 1.0
+    m = model(server, http=http, timeout=0.3, cache=False)
+    assert ("http_client" in m._http_client()) == (http == "aiohttp")  # httpx: the SDK's default client
+    [r] = generate(m, prompt(2))
+    assert r.text == "B" and m.waits and len(server.chat_requests()) == 3
+    body = server.chat_requests()[-1].body
+    assert body == m.build_body(prompt(2))
+    server.script("timeout", "timeout")
+    [r] = generate(model(server, http=http, timeout=0.2, max_retries=1, cache=False), prompt(3))
+    assert r.error == "openai: timed out after 0.2 s (after 2 attempts) — raise timeout= or lower the concurrency"
+    with pytest.raises(LvuError, match="http='h2'"):
+        OpenAICompat(model="x", base_url=server.base_url, http="h2")
 
 
 def test_max_concurrency_bounds_requests_in_flight(server):

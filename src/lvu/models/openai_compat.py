@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import concurrent.futures
 import io
 import os
 import random
@@ -44,13 +45,14 @@ from lvu.types import Frame, Prompt, Response, as_rgb
 
 OPENAI_URL = "https://api.openai.com/v1"
 PREFIX_MODES = ("auto", "continue", "message", "user")
+HTTP_TRANSPORTS = ("auto", "aiohttp", "httpx")
 DETAILS = ("auto", "low", "high")
 DEFAULTS: dict[str, Any] = {
     "base_url": None, "api_key_env": "OPENAI_API_KEY", "temperature": None, "max_tokens": None,
     "max_tokens_field": "max_tokens", "seed": None, "logprobs": False, "top_logprobs": 5,
     "quality": 90, "detail": None, "max_side": None, "prefix": "auto", "timeout": 120.0,
     "max_retries": 6, "backoff": 1.0, "backoff_max": 60.0, "max_wait": 300.0, "cache": True,
-    "max_concurrency": None, "extra_body": None,
+    "max_concurrency": None, "extra_body": None, "http": "auto",
 }
 """Every argument but `model` (required), with its default."""
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
@@ -84,24 +86,55 @@ class _EncodedFrames:
         self.items: collections.OrderedDict[int, tuple[weakref.ref, str]] = collections.OrderedDict()
         self.size = 0
         self.lock = threading.Lock()
+        self.pending: dict[int, threading.Event] = {}
+
+    def has(self, image: Any) -> bool:
+        """Whether this exact array's JPEG is memoised (encoding it would be a lookup)."""
+        with self.lock:
+            hit = self.items.get(id(image))
+            return hit is not None and hit[0]() is image
 
     def __call__(self, image: Any) -> str:
         if not isinstance(image, np.ndarray):
             return encode_jpeg(image, quality=self.quality, max_side=self.max_side)
         key = id(image)
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None and hit[0]() is image:
-                self.items.move_to_end(key)
-                return hit[1]
-        text = encode_jpeg(image, quality=self.quality, max_side=self.max_side)
-        with self.lock:
-            old = self.items.pop(key, None)
-            self.size += len(text) - (len(old[1]) if old else 0)
-            self.items[key] = (weakref.ref(image), text)
-            while self.size > self.max_bytes and self.items:
-                self.size -= len(self.items.popitem(last=False)[1][1])
-        return text
+        while True:
+            with self.lock:
+                hit = self.items.get(key)
+                if hit is not None and hit[0]() is image:
+                    self.items.move_to_end(key)
+                    return hit[1]
+                busy = self.pending.get(key)
+                if busy is None:  # ours to encode; prompts built at once in other threads wait for it
+                    busy = self.pending[key] = threading.Event()
+                    break
+            busy.wait()
+        try:
+            text = encode_jpeg(image, quality=self.quality, max_side=self.max_side)
+            with self.lock:
+                old = self.items.pop(key, None)
+                self.size += len(text) - (len(old[1]) if old else 0)
+                self.items[key] = (weakref.ref(image), text)
+                while self.size > self.max_bytes and self.items:
+                    self.size -= len(self.items.popitem(last=False)[1][1])
+            return text
+        finally:
+            with self.lock:
+                self.pending.pop(key, None)
+            busy.set()
+
+
+_ENCODE_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _encode_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads for JPEG encoding, one per core: the work is CPU-bound (Pillow releases the GIL while
+    encoding), so more threads only contend (measured: 2 threads beat asyncio's default 6 here)."""
+    global _ENCODE_POOL
+    if _ENCODE_POOL is None:
+        _ENCODE_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
+                                                             thread_name_prefix="lvu-jpeg")
+    return _ENCODE_POOL
 
 
 def to_messages(prompt: Prompt, *, quality: int = 90, detail: str | None = None, max_side: int | None = None,
@@ -156,6 +189,19 @@ def _hinted_wait(e: BaseException) -> float | None:
     return retry_after(response.headers) if response is not None else None
 
 
+def _root_cause(e: BaseException) -> BaseException:
+    while e.__cause__ is not None:
+        e = e.__cause__
+    return e
+
+
+def _timed_out(e: BaseException) -> bool:
+    """Whether a timeout error really is one: the aiohttp transport reports a refused or dropped
+    connection as a connect timeout, so look at what it wraps."""
+    root = _root_cause(e)
+    return root is e.__cause__ or root is e or isinstance(root, TimeoutError) or "Timeout" in type(root).__name__
+
+
 def _one_line(text: str, limit: int = 400) -> str:
     text = re.sub(r"\s+", " ", str(text)).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -189,7 +235,8 @@ class OpenAICompat(Model):
     """An OpenAI-compatible chat-completions endpoint. Arguments (`--model-arg k=v`): see DEFAULTS
     and docs/models/openai.md. `model` is required; the API key is read from the environment."""
 
-    run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "max_wait", "cache", "max_concurrency")
+    run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "max_wait", "cache", "max_concurrency",
+                        "http")
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -243,6 +290,9 @@ class OpenAICompat(Model):
         if a["extra_body"] is not None and not isinstance(a["extra_body"], dict):
             raise LvuError('openai: extra_body must be a JSON object, e.g. extra_body=\'{"top_k": 1}\'')
         self.extra_body = dict(a["extra_body"] or {})
+        if a["http"] not in HTTP_TRANSPORTS:
+            raise LvuError(f"openai: http={a['http']!r} — use one of {', '.join(HTTP_TRANSPORTS)}")
+        self.http = a["http"]
         self._encode = _EncodedFrames(self.quality, self.max_side)
         self._sleep = asyncio.sleep  # tests replace it to see the waits
         self._rng = random.Random()
@@ -269,10 +319,25 @@ class OpenAICompat(Model):
             import openai
 
             self._client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
-                                              max_retries=0)
+                                              max_retries=0, **self._http_client())
             self._loop = loop
             self._sem = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         return self._client
+
+    def _http_client(self) -> dict[str, Any]:
+        """The SDK's aiohttp transport (`openai[aiohttp]`, the SDK's documented choice "for improved
+        concurrency performance": measured in benchmarks/api_throughput.py) when installed and `http`
+        is auto or aiohttp, else the SDK's default httpx client."""
+        if self.http == "httpx":
+            return {}
+        try:
+            from openai import DefaultAioHttpClient
+
+            return {"http_client": DefaultAioHttpClient(timeout=self.timeout)}
+        except (ImportError, RuntimeError):  # an older SDK, or the extra is not installed
+            if self.http == "aiohttp":
+                raise LvuError("openai: http=aiohttp needs the SDK's aiohttp extra — pip install 'openai[aiohttp]'") from None
+            return {}
 
     async def close(self) -> None:
         if self._client is not None:
@@ -306,7 +371,12 @@ class OpenAICompat(Model):
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         t0 = time.perf_counter()
         try:
-            body = await asyncio.to_thread(self.build_body, prompt) if prompt.frames else self.build_body(prompt)
+            # JPEG encoding off the event loop, unless every frame is encoded already (the other
+            # questions of a video): then a thread hop would cost more than the build.
+            if all(self._encode.has(f.image) for f in prompt.frames):
+                body = self.build_body(prompt)
+            else:
+                body = await asyncio.get_running_loop().run_in_executor(_encode_pool(), self.build_body, prompt)
         except Exception as e:  # a frame that cannot be encoded fails its sample only
             return Response(error=f"openai: cannot encode the prompt: {type(e).__name__}: {e}")
         key = request_key(self.base_url, body) if self.responses.root is not None else None
@@ -375,10 +445,10 @@ class OpenAICompat(Model):
                 what = f"quota exhausted (HTTP 429): {message}"
             else:
                 what = f"HTTP {status}{tries}: {message}"
-        elif isinstance(e, openai.APITimeoutError):
+        elif isinstance(e, openai.APITimeoutError) and _timed_out(e):
             what = f"timed out after {self.timeout:g} s{tries} — raise timeout= or lower the concurrency"
         else:
-            cause = e.__cause__ or e
+            cause = _root_cause(e)
             what = f"cannot reach {self.base_url}{tries}: {_one_line(str(cause) or type(cause).__name__)}"
         return self._scrub(f"openai: {what}")
 

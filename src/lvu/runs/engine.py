@@ -1,7 +1,8 @@
 """The run engine: the one place that wires a benchmark, the media code and a model together.
 
-Per sample: plan -> decode frames + select cues (worker threads, prefetched ahead of the model)
--> prompt -> generate (bounded async concurrency) -> extract -> score -> store (committed at once).
+Per sample: plan -> decode frames + select cues -> prompt (decode threads, prefetched ahead of the
+model into a bounded queue) -> generate (bounded async concurrency) -> extract -> score -> store
+(committed at once).
 """
 
 from __future__ import annotations
@@ -135,6 +136,16 @@ class _MediaCache:
             return value
 
 
+@dataclass
+class _Prepared:
+    """A sample between the two stages: its prompt (None when preparing it failed) and its record."""
+
+    sample: Sample
+    result: SampleResult
+    prompt: Prompt | None
+    started: float
+
+
 class Engine:
     def __init__(self, bench: Benchmark, model: Model, store: Store, *, concurrency: int = 4,
                  decode_workers: int = 2, frame_cache: FrameCache | None = None, asr: bool = False) -> None:
@@ -142,7 +153,8 @@ class Engine:
         self.asr = asr
         self.disk = frame_cache
         self.concurrency = max(1, concurrency)
-        self.pool = ThreadPoolExecutor(max_workers=max(1, decode_workers), thread_name_prefix="lvu-decode")
+        self.decode_workers = max(1, decode_workers)
+        self.pool = ThreadPoolExecutor(max_workers=self.decode_workers, thread_name_prefix="lvu-decode")
         self.frames = _MediaCache()
         self.cues = _MediaCache(size=64)
 
@@ -188,27 +200,43 @@ class Engine:
         prompt.video = prompt.video or sample.video.path
         return prompt, [f.timestamp for f in frames]
 
-    # ---- one sample ------------------------------------------------------------------------------
+    # ---- one sample, in two stages -----------------------------------------------------------------
 
-    async def run_sample(self, sample: Sample) -> SampleResult:
+    async def prepare_sample(self, sample: Sample) -> _Prepared:
+        """Stage 1 (decode threads): plan, frames, cues, prompt. A failure is the sample's error."""
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer)
-        t0 = time.perf_counter()
+        started = time.perf_counter()
+        prompt = None
         try:
             loop = asyncio.get_running_loop()
             prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample)
             result.prompt, result.frame_timestamps = prompt.summary(), times
-            response = await self.model.generate(prompt, sample_id=sample.id)
-            result.response, result.latency = response.text, response.latency
-            if response.error:
-                raise LvuError(f"model error: {response.error}")
-            grade(self.bench, sample, response, result)
         except LvuError as e:
             result.error = str(e)
         except Exception as e:  # one bad sample never kills a run
             result.error = f"{sample.id}: {type(e).__name__}: {e}"
+        return _Prepared(sample, result, prompt, started)
+
+    async def answer_sample(self, item: _Prepared) -> SampleResult:
+        """Stage 2 (the event loop): generate, extract, score."""
+        result = item.result
+        if item.prompt is not None:
+            try:
+                response = await self.model.generate(item.prompt, sample_id=item.sample.id)
+                result.response, result.latency = response.text, response.latency
+                if response.error:
+                    raise LvuError(f"model error: {response.error}")
+                grade(self.bench, item.sample, response, result)
+            except LvuError as e:
+                result.error = str(e)
+            except Exception as e:
+                result.error = f"{item.sample.id}: {type(e).__name__}: {e}"
         if not result.latency:
-            result.latency = time.perf_counter() - t0
+            result.latency = time.perf_counter() - item.started
         return result
+
+    async def run_sample(self, sample: Sample) -> SampleResult:
+        return await self.answer_sample(await self.prepare_sample(sample))
 
     # ---- the run ----------------------------------------------------------------------------------
 
@@ -228,9 +256,6 @@ class Engine:
         # Same-video samples next to each other, so decoded frames are reused while still cached.
         todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))
 
-        queue: asyncio.Queue[Sample] = asyncio.Queue()
-        for s in todo:
-            queue.put_nowait(s)
         progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TextColumn("failed {task.fields[failed]}"),
@@ -239,26 +264,43 @@ class Engine:
         task = progress.add_task(f"{spec.benchmark} × {spec.model}", total=len(todo), rate="", failed=0)
         started = time.perf_counter()
         n_finished = 0
+        # The pipeline: decode tasks prepare prompts ahead into a bounded queue (so the model never
+        # waits on the decoder, and memory holds at most `concurrency` prepared prompts); model
+        # workers take them, answer, and store each result the moment it completes.
+        to_prepare = iter(todo)
+        ready: asyncio.Queue[_Prepared | None] = asyncio.Queue(maxsize=self.concurrency)
+
+        async def decoder() -> None:
+            for sample in to_prepare:  # shared by the decode tasks; the loop runs one at a time
+                await ready.put(await self.prepare_sample(sample))
 
         async def worker() -> None:
             nonlocal n_finished
-            while True:
-                try:
-                    sample = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                result = await self.run_sample(sample)
-                self.store.put(run_id, result, ordinals[sample.id])
+            while (item := await ready.get()) is not None:
+                result = await self.answer_sample(item)
+                self.store.put(run_id, result, ordinals[item.sample.id])
                 if result.error:
-                    errors.append((sample.id, result.error))
+                    errors.append((item.sample.id, result.error))
                 n_finished += 1
                 rate = n_finished / max(1e-9, time.perf_counter() - started)
                 progress.update(task, advance=1, rate=f"{rate:.2f}/s", failed=len(errors))
 
+        async def pipeline() -> None:
+            workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
+            decoders = [asyncio.create_task(decoder()) for _ in range(self.decode_workers)]
+            try:
+                await asyncio.gather(*decoders)
+                for _ in workers:
+                    await ready.put(None)
+                await asyncio.gather(*workers)
+            finally:  # an interrupt: abandon in-flight work (nothing half-written: a sample is one commit)
+                for t in (*workers, *decoders):
+                    t.cancel()
+
         status = "done"
         try:
             with progress:
-                await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+                await pipeline()
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = "interrupted"
             raise
