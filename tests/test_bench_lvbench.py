@@ -75,7 +75,8 @@ def test_loader_parses_options_labels_and_clues_exactly(release):
     s = by["55"]
     assert (s.question, s.options, s.answer) == ("What year appears in the opening caption of the video?",
                                                  ["1636", "1366", "1363", "1633"], 3)
-    assert s.labels == {"question_type": ["KIR"], "video_type": "Cartoon"}
+    assert s.labels == {"question_type": ["KIR"], "video_type": "Cartoon", "clue_length": "0-10 s",
+                        "video_length": "60-90 min"}
     assert s.extra["question_raw"] == Q55 and s.extra["answer_letter"] == "D"
     assert s.extra["clue_spans"] == [[15.0, 19.0]] and s.extra["clue_seconds"] == 4.0
     assert s.extra["duration_s"] == 61.5 * 60 and s.video.duration is None  # plans use the user's copy

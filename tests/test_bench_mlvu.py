@@ -382,12 +382,12 @@ def test_generation_is_stored_pending_the_judge_then_averaged(root):
     score = b.score(s["SSC_0"], pred)
     assert pred.value == "The man walks in with a swagger."
     assert math.isnan(score.value) and score.counted is False and score.correct is None
-    assert score.explanation == "needs the MLVU generation judge — see issue 6"
+    assert score.explanation == mlvu.JUDGE_PENDING and "--judge NAME" in score.explanation
     pending = MC_RESULTS + [result("s0", "SSC", math.nan, counted=False), result("v0", "VS", math.nan, counted=False)]
     tables = b.aggregate(pending)
     assert table(tables, "overall")["M-Avg"] == (9, 52.5) and math.isnan(table(tables, "overall")["G-Avg"][1])
     gen = next(t for t in tables if t.title.startswith("generation"))
-    assert "see issue 6" in gen.title and [r[0] for r in gen.rows] == ["VS", "SSC"]
+    assert mlvu.JUDGE_PENDING in gen.title and [r[0] for r in gen.rows] == ["VS", "SSC"]
     judged = MC_RESULTS + [result("s0", "SSC", 7.5), result("s1", "SSC", 6.25), result("v0", "VS", 5.0),
                            result("v1", "VS", error="timeout")]
     tables = b.aggregate(judged)

@@ -359,7 +359,7 @@ def test_open_ended_stores_truncated_reply_unscored():
     assert (score.counted, score.correct, score.explanation) == (False, None, JUDGE_PENDING)
     assert s.extra["reference"] == "Three"
     tables = b.aggregate([SampleResult(sample_id="a", response=reply, counted=False)])
-    assert tables[0].rows[0][:2] == ("full: 1 responses stored, 0 failed; GEM not scored yet (issue 6)", 0)
+    assert tables[0].rows[0][:2] == (f"full: 1 responses stored, 0 failed; not judged yet ({JUDGE_PENDING})", 0)
 
 
 if "neptune-test-echo" not in MODELS.names():
@@ -396,7 +396,7 @@ def test_runs_with_random_ocr_match_and_open_ended(tmp_path, videos):
     assert stored[0].prompt["order"] == "FFSFFT" and "said aloud" in stored[0].prompt["text"]
     summary = run_engine("neptune-open", "neptune-test-echo", settings={"data": str(root), "frames": 3}, **common)
     assert summary.n_failed == 1  # the missing video only
-    assert summary.tables[0].rows[0][:2] == ("full: 5 responses stored, 1 failed; GEM not scored yet (issue 6)", 0)
+    assert summary.tables[0].rows[0][:2] == (f"full: 5 responses stored, 1 failed; not judged yet ({JUDGE_PENDING})", 0)
 
 
 def test_lvu_score_reads_lvu_and_lmms_eval_lines(tmp_path, videos):

@@ -26,6 +26,10 @@ bench_app = typer.Typer(help="Performance benchmarks: lvu against its peers, sid
 app.add_typer(bench_app, name="bench")
 cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
+from lvu.judge_cli import judge_app  # noqa: E402  (typer + rich only)
+app.add_typer(judge_app, name="judge")
+from lvu.runs.commands import sweep as _sweep_command  # noqa: E402  (typer + rich only)
+app.command("sweep")(_sweep_command)
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -79,6 +83,15 @@ def run(
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Decode every time instead of using the shared frame cache.")] = False,
     asr: Annotated[bool, typer.Option("--asr", help="Transcribe the audio of samples without subtitles (needs lvu[asr]).")] = False,
+    decode: Annotated[str, typer.Option(help="Decode in threads or processes (processes write the frame cache, the run reads it).")] = "threads",
+    decode_workers: Annotated[int, typer.Option(help="Decoding threads or processes.")] = 2,
+    executor: Annotated[str, typer.Option(help="local (default) | ray: the same pipeline on a Ray cluster (lvu[ray], docs/ray.md).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join: ray://HOST:10001, HOST:6379 or auto (default: $RAY_ADDRESS, else a local Ray).")] = None,
+    ray_arg: Annotated[list[str], typer.Option("--ray-arg", help="Ray executor setting, KEY=VALUE (repeatable): num_replicas, num_gpus, num_cpus, ...")] = [],
+    judge: Annotated[Optional[str], typer.Option("--judge", help="Judge model for open-ended / generation samples (`lvu judge --help`).")] = None,
+    judge_arg: Annotated[list[str], typer.Option("--judge-arg", "-J", help="Judge model argument, KEY=VALUE (repeatable).")] = [],
+    llm_extract: Annotated[bool, typer.Option("--llm-extract", help="Ask the judge to map replies without an option to one (off in official mode).")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML: benchmarks × models × settings (then only --limit, --results-dir, --fresh, --no-report, --no-cache apply).")] = None,
 ) -> None:
     """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
 
@@ -87,6 +100,12 @@ def run(
     """
     from lvu.runs.engine import run as run_engine
 
+    if config is not None:
+        from lvu.runs.commands import run_spec_file
+
+        run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
+                      overrides={"limit": limit} if limit is not None else {})
+
     settings = {"frames": frames, "subtitles": subtitles, "resize": resize, "compat": compat,
                 "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
@@ -94,6 +113,9 @@ def run(
         benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
         model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
         limit=limit, concurrency=concurrency, report=not no_report, frame_cache=not no_cache, asr=asr,
+        decode=decode, decode_workers=decode_workers,  # type: ignore[arg-type]  (the engine checks the mode)
+        judge=judge, judge_args=parse_kv(judge_arg, "--judge-arg"), llm_extract=llm_extract,
+        executor=executor, ray_address=ray_address, ray_args=parse_kv(ray_arg, "--ray-arg"),  # type: ignore[arg-type]
     )
     print_tables(summary.tables, f"{benchmark} × {model}")
     reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
@@ -221,7 +243,7 @@ def results_submit(
 
 
 EXPORT_FIELDS = ["run_id", "sample_id", "answer", "prediction", "score", "correct", "counted", "error",
-                 "latency", "response", "labels", "frame_timestamps"]
+                 "latency", "response", "labels", "frame_timestamps", "judge"]
 
 
 @results_app.command("export")
@@ -402,6 +424,14 @@ def bench_decode(ctx: typer.Context) -> None:
     raise typer.Exit(bench_main(ctx.args))
 
 
+from lvu.web.serve import view  # noqa: E402  (the results viewer; fastapi/uvicorn load only when it runs)
+
+app.command("view")(view)
+from lvu import analysis_cli  # noqa: E402  (typer + rich only; reports, comparisons, analyses)
+for _name in ("report", "compare", "analyse", "certificate"):
+    app.command(_name)(getattr(analysis_cli, _name))
+
+
 def main() -> None:
     """Entry point: user errors print as one line and exit 2, never as a traceback."""
     try:
@@ -409,8 +439,9 @@ def main() -> None:
     except LvuError as e:
         err_console.print(f"error: {e}", markup=False, highlight=False)
         sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted — completed samples are stored; run the same command again to resume")
+    except KeyboardInterrupt as e:  # RunInterrupted says how many samples are stored
+        err_console.print(str(e) or "interrupted — completed samples are stored; run the same command again to resume",
+                          markup=False, highlight=False)
         sys.exit(130)
 
 

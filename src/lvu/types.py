@@ -130,7 +130,10 @@ class Prompt(BaseModel):
         return "\n".join(out)
 
     def summary(self) -> dict[str, Any]:
-        """A compact, serialisable description stored with every sample (no pixels)."""
+        """A compact, serialisable description stored with every sample (no pixels). `parts` keeps
+        the interleaved order with each part's content — {"frame": t}, {"subtitle": text, "start",
+        "end"}, {"text": text} — and `video` the source path, so the viewer can show what the model saw.
+        Records stored before these two keys existed lack them; readers must not require them."""
         return {
             "system": self.system,
             "assistant_prefix": self.assistant_prefix,
@@ -138,6 +141,13 @@ class Prompt(BaseModel):
             "n_subtitles": len(self.subtitles),
             "order": "".join(p.kind[0].upper() for p in self.parts),
             "text": self.text,
+            "video": self.video,
+            "parts": [
+                {"frame": p.timestamp} if isinstance(p, Frame)
+                else {"subtitle": p.text, "start": p.start, "end": p.end} if isinstance(p, Subtitle)
+                else {"text": p.text}
+                for p in self.parts
+            ],
         }
 
 
@@ -205,6 +215,9 @@ class SampleResult(BaseModel):
     sample_id: str
     labels: dict[str, str | list[str]] = Field(default_factory=dict)
     answer: int | str | None = None
+    n_options: int | None = None
+    """How many options the question had (chance level, out-of-option answers); None: open-ended,
+    or a record stored before lvu kept it."""
     prompt: dict[str, Any] = Field(default_factory=dict)
     frame_timestamps: list[float] = Field(default_factory=list)
     response: str | None = None
@@ -213,6 +226,9 @@ class SampleResult(BaseModel):
     correct: bool | None = None
     counted: bool = True
     explanation: str | None = None
+    judge: dict[str, Any] | None = None
+    """The judge's decision when one judged this sample (lvu.scoring.judges.Judgement: kind, value,
+    verdict, method, sub-scores, raw reply, and `judge`, the judge's identity)."""
     error: str | None = None
     latency: float = 0.0
 

@@ -1,81 +1,239 @@
-"""Self-contained HTML report of one run: spec, environment, breakdown tables, every sample."""
+"""Reports of stored runs: the benchmark's official tables with bootstrap CIs, the paper's rows
+beside them, every analysis that applies (with plots), and each sample's details.
+
+`build_report(runs)` makes a Report (sections of tables, figures and findings); render.py writes
+it as self-contained HTML (plots embedded as PNG) or Markdown (plots as PNG files beside it).
+Several runs in one report add the cross-run analyses they make possible: frame sweeps (curve
+and single-frame bias), modality ablations, Video-MME's Table 4 with and without subtitles (and
+deltas), Neptune's MCQ + open-ended Table 3 row. `write_report` is what `lvu run` calls.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
+from lvu.analysis import analyses, sweeps
+from lvu.analysis.compare import compare_paper, compare_runs
+from lvu.analysis.plots import missing_matplotlib, plot_groups, to_png
+from lvu.analysis.runs import RunData, family, frame_sweeps, model_key, modality_groups
+from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
+from lvu.analysis.table import Analysis, Table
 from lvu.benchmarks.base import Breakdown
+from lvu.errors import LvuError
 from lvu.runs.store import RunInfo
-from lvu.types import LETTERS, SampleResult
+from lvu.types import SampleResult
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}
-th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.ok td.mark{color:#187a2f}tr.bad td.mark{color:#b3261e}tr.err{background:#fff4f2}
-code,pre{font-size:.85em}pre{white-space:pre-wrap;margin:0;max-height:12em;overflow:auto}
-.tables{display:flex;flex-wrap:wrap;gap:2rem}
-"""
+MAX_PAPER_ROWS = 25
+"""Paper rows shown in a report's comparison (`lvu compare --paper` shows them all)."""
 
 
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
+@dataclass
+class Figure:
+    caption: str
+    png: bytes
 
 
-def _choice(value: int | str | None) -> str:
-    if isinstance(value, int) and 0 <= value < len(LETTERS):
-        return LETTERS[value]
-    return "" if value is None else str(value)
+@dataclass
+class Section:
+    """A titled block of a report. `samples` (a run's results) renders as the per-sample table."""
+
+    title: str
+    anchor: str
+    level: int = 2
+    text: list[str] = field(default_factory=list)
+    summary: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    samples: RunData | None = None
 
 
-def breakdown_html(table: Breakdown) -> str:
-    rows = "".join(
-        f"<tr><td>{_e(name)}</td><td class=num>{n}</td><td class=num>{score:.1f}</td></tr>"
-        for name, n, score in table.rows
-    )
-    return f"<div><h3>{_e(table.title)}</h3><table><tr><th>group</th><th>n</th><th>score %</th></tr>{rows}</table></div>"
+@dataclass
+class Report:
+    title: str
+    sections: list[Section]
+    notes: list[str] = field(default_factory=list)
+    viewer_url: str | None = None
+    """Base URL of `lvu view`: sample ids then link to its sample pages."""
 
 
-def sample_row(r: SampleResult) -> str:
-    cls = "err" if r.error else ("ok" if r.correct else "bad")
-    mark = "error" if r.error else ("✓" if r.correct else "✗")
-    labels = ", ".join(f"{k}={v}" for k, v in r.labels.items())
-    times = ", ".join(f"{t:.1f}" for t in r.frame_timestamps)
-    detail = r.error or r.response or ""
-    return (
-        f"<tr class={cls} id='s-{_e(r.sample_id)}'><td><code>{_e(r.sample_id)}</code></td><td>{_e(labels)}</td>"
-        f"<td>{_e(_choice(r.answer))}</td><td>{_e(_choice(r.prediction))}</td><td class=mark>{mark}</td>"
-        f"<td class=num>{r.latency:.2f}</td><td><details><summary>{len(r.frame_timestamps)} frames</summary>{_e(times)}"
-        f"</details></td><td><pre>{_e(detail)}</pre></td></tr>"
-    )
+class _Figures:
+    """Draws figures when matplotlib is there; otherwise records once why there are none."""
+
+    def __init__(self, enabled: bool, notes: list[str]) -> None:
+        self.reason = None if enabled else "plots are off (--no-plots)"
+        self.reason = self.reason or missing_matplotlib()
+        if self.reason:
+            notes.append(self.reason)
+
+    def add(self, section: Section, caption: str, make: Callable[[], Any]) -> None:
+        if self.reason is None:
+            section.figures.append(Figure(caption, to_png(make())))
 
 
-def render_report(run: RunInfo, results: list[SampleResult], tables: list[Breakdown]) -> str:
-    when = dt.datetime.fromtimestamp(run.updated).isoformat(timespec="seconds")
+def breakdown_table(table: Breakdown, cis: dict[tuple[str, str], Estimate], run_id: str) -> Table:
+    """One official table with a CI on every cell."""
+    rows = [[name, n, cis.get((table.title, str(name)), Estimate(score, n=n))] for name, n, score in table.rows]
+    return Table(table.title, ["group", "n", "score [95% CI]"], rows, filter_run=run_id)
+
+
+def _analysis_section(a: Analysis, anchor: str, figs: _Figures, level: int = 3) -> Section:
+    table = a.table()
+    table.title = ""  # the section's title says it
+    section = Section(a.title, anchor, level, summary=list(a.summary), tables=[table])
+    figs.add(section, a.title, a.plot)
+    return section
+
+
+def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> list[Section]:
+    """Everything about one run: official tables with CIs, paper rows, analyses, samples."""
+    info, anchor = run.info, f"run-{run.run_id}"
+    when = dt.datetime.fromtimestamp(info.updated).isoformat(timespec="seconds")
+    n_err = sum(1 for r in run.results if r.error)
+    head = Section(run.label, anchor, 2, text=[
+        f"run {run.run_id} · {when} · {len(run.results)} samples · {n_err} errors · status {info.status}",
+        f"settings: {_settings(run)}"])
+    cis = bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed)
+    head.tables = [breakdown_table(t, cis, run.run_id) for t in run.tables]
+    head.text.append(f"Scores in the benchmark's official layout; brackets: {n_boot}-resample percentile bootstrap "
+                     f"95% CIs (seed {seed})." if n_boot else "Scores in the benchmark's official layout.")
+    for t in [t for t in run.tables if t.title != "overall" and 2 <= len(t.rows) <= 40][:2]:
+        points = [cis.get((t.title, str(name)), Estimate(v)) for name, _, v in t.rows]
+        if not all(math.isnan(p.value) for p in points):
+            figs.add(head, t.title, lambda t=t, points=points: plot_groups(t.title, [str(r[0]) for r in t.rows], points))
+    out = [head]
+    try:
+        paper = compare_paper(run, n_boot=0)
+        table = paper.table
+        if len(table.rows) > MAX_PAPER_ROWS + 1:
+            table.notes.append(f"{len(table.rows) - 1 - MAX_PAPER_ROWS} more rows: lvu compare {run.run_id} --paper")
+            table.rows = table.rows[: MAX_PAPER_ROWS + 1]
+        out.append(Section("Beside the paper", f"{anchor}-paper", 3, summary=paper.summary, tables=[table],
+                           text=[f"Erratum: {e}" for e in paper.errata]))
+    except LvuError:
+        pass
+    for name, fn in analyses.SINGLE_RUN.items():
+        try:
+            out.append(_analysis_section(fn(run, n_boot=n_boot, seed=seed), f"{anchor}-{name}", figs))
+        except LvuError:
+            continue  # the analysis does not apply to this run (docs/analysis.md says what each needs)
+    out.append(Section("Samples", f"{anchor}-samples", 3, samples=run))
     spec = json.dumps(run.spec.model_dump(mode="json"), indent=2)
-    env = json.dumps(run.env, indent=2)
-    n_err = sum(1 for r in results if r.error)
-    head = "<tr><th>sample</th><th>labels</th><th>answer</th><th>prediction</th><th></th><th>s</th><th>frames (s)</th><th>response / error</th></tr>"
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>lvu run {_e(run.run_id)}</title>
-<style>{_CSS}</style></head><body>
-<h1>{_e(run.benchmark)} × {_e(run.model)}</h1>
-<p>run <code>{_e(run.run_id)}</code> · {when} · {len(results)} samples · {n_err} errors · status {_e(run.status)}</p>
-<h2>Results</h2><div class=tables>{''.join(breakdown_html(t) for t in tables)}</div>
-<details><summary>Run spec and environment</summary><pre>{_e(spec)}</pre><pre>{_e(env)}</pre></details>
-<h2>Samples</h2><table>{head}{''.join(sample_row(r) for r in results)}</table>
-</body></html>
-"""
+    env = json.dumps(info.env, indent=2, default=str)
+    out.append(Section("Run spec and environment", f"{anchor}-spec", 3, text=[spec, env]))
+    if run.notes:
+        head.text.extend(dict.fromkeys(run.notes))
+    return out
+
+
+def _settings(run: RunData) -> str:
+    parts = [f"{k}={v}" for k, v in run.spec.settings.items() if v is not None and k not in ("data", "video_dir")]
+    args = [f"{k}={v}" for k, v in run.spec.model_args.items()]
+    return ", ".join(parts + ([f"model args: {', '.join(args)}"] if args else []))
+
+
+def cross_run_sections(runs: list[RunData], figs: _Figures, *, n_boot: int, seed: int) -> list[Section]:
+    """Analyses that need several runs: frame sweeps, modality ablations, paired paper tables."""
+    out: list[Section] = []
+    for k, group in enumerate(frame_sweeps(runs)):
+        section = Section(f"Frame sweep: {group[0].label.split(' [')[0]}", f"sweep-{k}", 2,
+                          text=[f"runs {', '.join(r.run_id for r in group)}"])
+        for fn in (sweeps.frames_curve, sweeps.single_frame_bias):
+            try:
+                a = fn(group, n_boot=n_boot, seed=seed)
+            except LvuError as e:
+                section.text.append(str(e))
+                continue
+            section.summary += a.summary
+            section.tables.append(a.table())
+            figs.add(section, a.title, a.plot)
+        out.append(section)
+    for k, group in enumerate(modality_groups(runs)):
+        a = sweeps.modality(group, n_boot=n_boot, seed=seed)
+        section = _analysis_section(a, f"modality-{k}", figs, level=2)
+        framed = next((r for r in reversed(group) if r.frames), group[-1])
+        section.title = f"Modality ablation: {framed.label}"
+        out.append(section)
+        by_mod = {r.modality: r for r in group}
+        if family(group[0].spec.benchmark) == "videomme" and {"frames", "frames + subtitles"} <= set(by_mod):
+            out.append(videomme_table4(by_mod["frames"], by_mod["frames + subtitles"], n_boot=n_boot, seed=seed))
+    out += neptune_table3(runs)
+    return out
+
+
+def videomme_table4(without: RunData, with_subs: RunData, *, n_boot: int, seed: int) -> Section:
+    """Video-MME Table 4's shape: short / medium / long / overall, w/o and w/ subtitles, and the
+    paired gain from subtitles (on the questions both runs answered)."""
+    cmp = compare_runs(without, with_subs, n_boot=n_boot, seed=seed)
+    rows = [[row, a, b, d, p] for title, row, a, b, d, p, *_ in cmp.table.rows if title == "overall"]
+    table = Table("Video-MME Table 4: accuracy % w/o and w/ subtitles", ["duration", "w/o subs", "w/ subs",
+                                                                         "Δ subtitles [CI]", "p"], rows,
+                  cmp.table.notes)
+    return Section("Video-MME: with and without subtitles", "videomme-table4", 2, summary=cmp.summary, tables=[table])
+
+
+def neptune_table3(runs: list[RunData]) -> list[Section]:
+    """Neptune Table 3's row for each model with an MCQ run and an open-ended (GEM) run."""
+    mcq: dict[str, RunData] = {}
+    open_: dict[str, RunData] = {}
+    for r in runs:
+        if family(r.spec.benchmark) == "neptune":
+            (open_ if r.spec.benchmark == "neptune-open" else mcq)[model_key(r) + r.spec.benchmark] = r
+    rows = []
+    for key, m in mcq.items():
+        o = next((v for k, v in open_.items() if k.startswith(model_key(m))), None)
+        acc = {name: v for t in m.tables[:1] for name, _, v in t.rows}
+        gem = {name: v for t in (o.tables[:1] if o else []) for name, _, v in t.rows}
+        rows.append([m.label, *[x for s in ("full", "mma", "mmh") for x in (acc.get(s), gem.get(s))]])
+    if not rows or not open_:
+        return []
+    cols = ["run", *[f"{s.upper()} {m}" for s in ("full", "mma", "mmh") for m in ("Acc", "GEM")]]
+    return [Section("Neptune Table 3: MCQ accuracy and open-ended GEM per subset", "neptune-table3", 2,
+                    tables=[Table("Neptune Table 3", cols, rows,
+                                  ["GEM cells stay empty until the open-ended run is judged (lvu's GEM judge)"])])]
+
+
+def build_report(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, plots: bool = True,
+                 viewer_url: str | None = None) -> Report:
+    """The report of one or more stored runs."""
+    if not runs:
+        raise LvuError("no runs to report on — pass run ids (lvu results list) or run one first")
+    notes: list[str] = []
+    figs = _Figures(plots, notes)
+    sections = cross_run_sections(runs, figs, n_boot=n_boot, seed=seed) if len(runs) > 1 else []
+    for run in runs:
+        sections += run_sections(run, figs, n_boot=n_boot, seed=seed)
+    title = f"lvu report: {runs[0].info.benchmark} × {runs[0].info.model}" if len(runs) == 1 else \
+        f"lvu report: {len(runs)} runs"
+    return Report(title, sections, notes, viewer_url=viewer_url)
+
+
+def write(report: Report, out: Path, fmt: str = "html") -> Path:
+    """Write the report (atomically) as HTML, or Markdown with its PNGs in `<stem>_files/`."""
+    from lvu.analysis import render
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "html":
+        text = render.html(report)
+    elif fmt == "md":
+        text = render.markdown(report, out)
+    else:
+        raise LvuError(f"--format {fmt!r} is not supported — use html or md")
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out
 
 
 def write_report(run: RunInfo, results: list[SampleResult], tables: list[Breakdown], results_dir: Path,
-                 out: Path | None = None) -> Path:
-    """Write `reports/<run_id>.html` under the results dir (or `out`) and return its path."""
+                 out: Path | None = None, *, n_boot: int = DEFAULT_BOOTSTRAP) -> Path:
+    """The report `lvu run` writes after a run: `reports/<run_id>.html` under the results dir (or `out`)."""
+    data = RunData(run, results)
+    data.__dict__["tables"] = tables  # already aggregated by the run: reuse them
     path = Path(out) if out else Path(results_dir) / "reports" / f"{run.run_id}.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(render_report(run, results, tables), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write(build_report([data], n_boot=n_boot), path, "html")

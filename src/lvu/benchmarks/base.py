@@ -10,12 +10,15 @@ import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from lvu.registry import Registry
 from lvu.types import Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle
+
+if TYPE_CHECKING:
+    from lvu.scoring.judges import Judgement, JudgeTask
 
 
 class BadRecord(BaseModel):
@@ -119,6 +122,16 @@ class Benchmark(ABC):
         from lvu.errors import LvuError
 
         raise LvuError(f"benchmark {self.name!r} has no submission format (its answers are public)")
+
+    # ---- judged scoring (open-ended answers, generation tasks): lvu.scoring.judges ------------------
+
+    def judge_task(self, sample: Sample, prediction: Prediction) -> JudgeTask | None:
+        """What a judge must decide about this prediction, or None (the default) when `score` is final."""
+        return None
+
+    def judged_score(self, sample: Sample, prediction: Prediction, judgement: Judgement) -> Score:
+        """The score of a prediction from the judge's decision on `judge_task(sample, prediction)`."""
+        raise NotImplementedError(f"benchmark {self.name!r} defines no judge task")
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """Tables in the paper's layout. Default: overall plus one table per label key."""

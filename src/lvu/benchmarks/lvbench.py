@@ -22,7 +22,9 @@ Sample: id = str(uid) (the official scorer's key); `question` = the stem and `op
 four texts, parsed out of the question string exactly (stem before the last "\\n(A) ", one space
 after each "(X)" removed, nothing else touched); the raw string is kept in extra["question_raw"].
 labels: `question_type` = capability codes (multi-label list, duplicates kept as the scorer
-counts them), `video_type` = the paper's category name. extra: key, uid, answer_letter,
+counts them), `video_type` = the paper's category name, `clue_length` (CLUE_BINS of the
+time_reference length) and `video_length` (LENGTH_BINS) for Sec. 4.5's analyses (`lvu analyse
+clue-length` / `video-length`). extra: key, uid, answer_letter,
 time_reference (raw) with clue_spans / clue_seconds parsed from it, duration_s and fps from
 video_info (analysis only: frame plans use the user's own copy of the video).
 
@@ -115,6 +117,18 @@ VIDEO_TYPES = {"sport": "Sports", "sports": "Sports", "documentary": "Documentar
                "lifestyle": "Lifestyle", "tv": "TV Show", "tv show": "TV Show", "tvshow": "TV Show",
                "cartoon": "Cartoon", "animation": "Cartoon"}
 CATEGORY_ORDER = ("Sports", "Documentary", "Event Record", "Lifestyle", "TV Show", "Cartoon")
+CLUE_BINS = ("0-10 s", "10-60 s", ">60 s")
+"""Sec. 4.5's clue-duration ranges (the time_reference span length): label `clue_length`."""
+LENGTH_BINS = ("<30 min", "30-60 min", "60-90 min", "90-120 min", ">120 min")
+"""Video-length bins for Sec. 4.5 / Fig. 5 (its threshold: 90 minutes): label `video_length`."""
+
+
+def clue_bin(seconds: float) -> str:
+    return CLUE_BINS[0] if seconds <= 10 else CLUE_BINS[1] if seconds <= 60 else CLUE_BINS[2]
+
+
+def length_bin(seconds: float) -> str:
+    return LENGTH_BINS[min(len(LENGTH_BINS) - 1, int(seconds // 1800))]
 
 _OPTIONS = re.compile(r"^(?P<stem>.*)\n\(A\) ?(?P<A>.*?)\n\(B\) ?(?P<B>.*?)\n\(C\) ?(?P<C>.*?)\n\(D\) ?(?P<D>.*)$",
                       re.DOTALL)
@@ -230,16 +244,23 @@ def _sample(qa: Any, key: str, vtype: str, info: dict, video_path: VideoPath) ->
     types = [types] if isinstance(types, str) else [str(t) for t in types]
     spans = parse_time_reference(qa.get("time_reference"))
     minutes = info.get("duration_minutes")
+    clue_seconds = sum(b - a for a, b in spans) if spans else None
+    labels: dict[str, str | list[str]] = {
+        "question_type": [CAPABILITIES.get(t.strip().lower(), t) for t in types],
+        "video_type": VIDEO_TYPES.get(vtype.strip().lower(), vtype or "unknown")}
+    if clue_seconds is not None:  # for lvu analyse clue-length / video-length (aggregate ignores them)
+        labels["clue_length"] = clue_bin(clue_seconds)
+    if isinstance(minutes, (int, float)):
+        labels["video_length"] = length_bin(float(minutes) * 60)
     return Sample(
         id=str(qa["uid"]), benchmark="lvbench",
         video={"path": video_path(key, qa.get("video_path") or None)},
         question=stem, options=options, answer=CHOICES.index(answer),
-        labels={"question_type": [CAPABILITIES.get(t.strip().lower(), t) for t in types],
-                "video_type": VIDEO_TYPES.get(vtype.strip().lower(), vtype or "unknown")},
+        labels=labels,
         extra={"key": key, "uid": qa["uid"], "question_raw": str(raw), "answer_letter": answer,
                "question_type_raw": types, "type_raw": vtype, "time_reference": qa.get("time_reference"),
                "clue_spans": [list(s) for s in spans],
-               "clue_seconds": sum(b - a for a, b in spans) if spans else None,
+               "clue_seconds": clue_seconds,
                "duration_s": float(minutes) * 60 if isinstance(minutes, (int, float)) else None,
                "fps": info.get("fps")},
     )

@@ -22,8 +22,11 @@ Official protocol (the repo's templates win over the paper, whose Figure 11 prom
   answer text, '@' (never an option) when none is.
 - M-Avg = unweighted mean of the MCQ task accuracies (a failed sample counts wrong); G-Avg = mean
   of SSC and VS, each the mean judge total (2-10). Generation samples are stored with their reply
-  and scored Score(nan, counted=False, explanation=JUDGE_PENDING) until the MLVU judge (issue 6)
-  sets values; aggregate() averages judged (counted) ones, a failed reply scoring 0.
+  and scored Score(nan, counted=False, explanation=JUDGE_PENDING) until a judge scores them
+  (`--judge`, lvu.scoring.judges): judge_task gives it MLVU's official GPT-4-turbo prompts (SSC:
+  question + scoring points; VS: the reference summary), judged_score takes the total of the two
+  1-5 sub-scores read like calculate.py (a missing score adds 0 and the item still counts);
+  aggregate() averages judged (counted) ones, a failed reply scoring 0, and shows the sub-scores.
 - test answers hidden → counted=False; write_submission writes test_bench.py's
   [{question_id, question_type, option}] (option = stripped reply up to its first ")") and the
   generation outputs subplot_all.json / summary_all.json the official judge scripts read.
@@ -54,6 +57,7 @@ from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
+from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS,
     Frame,
@@ -75,7 +79,7 @@ SYSTEM_GEN = ("Carefully watch this video and pay attention to every detail. Bas
 MC_INSTRUCTION = "\nOnly give the best option."
 ASSISTANT_PREFIX = "Best Option: ("
 LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
-JUDGE_PENDING = "needs the MLVU generation judge — see issue 6"
+JUDGE_PENDING = "needs the MLVU generation judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
 COMPATS = ("official", "lmms-eval", "vlmevalkit")
 HUB_DATASETS = {"dev": "MLVU/MVLU", "test": "MLVU/MLVU_Test"}
 HUB_REVISION = "main"
@@ -308,6 +312,29 @@ def _local_files(split: str, data: Path) -> tuple[list[tuple[Path, Task | None]]
 # ---- the benchmark ----------------------------------------------------------------------------
 
 
+
+def _sub_scores(by_task: dict[str, list[SampleResult]]) -> Breakdown | None:
+    """Mean judge sub-scores (1-5) of SSC and VS, a failed reply adding 0 as to the totals (so the
+    two means of a task sum to its total); the title names the judge(s). None before any judging."""
+    rows, judges = [], set()
+    for code in ("VS", "SSC"):
+        judged = [r for r in by_task.get(code, []) if r.counted and r.judge and r.judge.get("parts")]
+        if not judged:
+            continue
+        failed = sum(1 for r in by_task.get(code, []) if r.error)
+        judges |= {str(r.judge["judge"]) for r in judged if r.judge}
+        names = list(judged[0].judge["parts"]) if judged[0].judge else []
+        for name in names:
+            values = [float((r.judge or {})["parts"].get(name, 0.0)) for r in judged]
+            rows.append((f"{code} {name}", len(judged) + failed, sum(values) / (len(judged) + failed)))
+        if parse_failed := sum(1 for r in judged if (r.judge or {}).get("method") == "parse-failed"):
+            rows.append((f"{code} judge replies not parsed (counted 0)", parse_failed, math.nan))
+    if not rows:
+        return None
+    who = judges.pop() if len(judges) == 1 else f"{len(judges)} different judges (mixed run)"
+    return Breakdown(title=f"generation sub-scores (1-5; judge: {who})", rows=rows)
+
+
 @register_benchmark("mlvu")
 class Mlvu(Benchmark):
     """MLVU dev/test: 7 (test 9) multiple-choice and 2 generation tasks, M-Avg / G-Avg (official repo protocol)."""
@@ -514,6 +541,21 @@ class Mlvu(Benchmark):
         ok = bool(letter) and letter == gt
         return Score(value=float(ok), correct=ok, explanation=f"{rule}: compared {letter!r} with {gt!r}")
 
+    def judge_task(self, sample: Sample, prediction: Prediction) -> JudgeTask | None:
+        """SSC / VS with a reference (dev; test generation answers are hidden): MLVU's judge prompts."""
+        task = TASKS.get(str(sample.labels.get("task")))
+        if task is None or not task.generation or sample.answer is None:
+            return None
+        reply = str(prediction.value or "")
+        if task.code == "SSC":
+            return JudgeTask(kind="mlvu-ssc", question=sample.question, candidate=reply,
+                             scoring_points=list(sample.extra.get("scoring_points") or []))
+        return JudgeTask(kind="mlvu-vs", question=sample.question, candidate=reply, reference=str(sample.answer))
+
+    def judged_score(self, sample: Sample, prediction: Prediction, judgement: Judgement) -> Score:
+        """The judge's total (2-10; a parse failure counts what was read, missing scores as 0)."""
+        return Score(value=float(judgement.value or 0.0), counted=True, explanation=judgement.summary())
+
     # ---- aggregation ----------------------------------------------------------------------------
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
@@ -567,6 +609,8 @@ class Mlvu(Benchmark):
         if gen_rows:
             pending = "" if not any(math.isnan(v) for _, _, v in gen_rows) else f"; {JUDGE_PENDING}"
             tables.append(Breakdown(title=f"generation task (score 2-10{pending})", rows=gen_rows))
+            if subs := _sub_scores(by_task):
+                tables.append(subs)
         return tables
 
     # ---- saved predictions and submissions --------------------------------------------------------

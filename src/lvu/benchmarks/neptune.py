@@ -42,8 +42,12 @@ Protocol. The official repo has no evaluation code, prompt or GEM release (resea
   upper case (a lone "b" reply excepted, "answer is a ..." is not A). Nothing found = wrong.
 - accuracy over all questions (chance 20%), per subset and per question type (Fig. 4 left).
 - open-ended: question only (template OPEN_PROMPTS), the reply truncated to 100 words (the GEM
-  protocol); GEM itself is unreleased, so samples are stored unscored (counted=False) until the
-  equivalence judge of issue 6 lands.
+  protocol). GEM itself is unreleased: any judge model scores it the paper's way (`--judge`,
+  lvu.scoring.judges: the GEM prompt, P(TRUE) vs P(FALSE), a dev-set-calibrated threshold);
+  judge_task/judged_score make it an equivalence question; a sample is 1 when judged equivalent.
+  Without a judge, samples are stored unscored (counted=False). The tables give the percentage
+  judged equivalent per subset and question type (Table 3's GEM columns, beside the MCQ ones)
+  and the mean P(equivalent), and name the judge and its threshold.
 
 `compat="lmms-eval"` (tasks neptune_{full,mma,mmh}_i, research/anchors §1.3): its prompt
 "{question}\\nA. ..\\nE. ..\\nAnswer with only the option letter (A, B, C, D, or E)." (`prompt=
@@ -72,7 +76,9 @@ from lvu.benchmarks.neptune_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Center, Fps, Lmms
 from lvu.media.subtitles import MODES, interleave
+from lvu.scoring import judge_prompts
 from lvu.scoring.choice import mean_pct as _pct
+from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, SubtitleRef, Text,
     VideoRef,
@@ -93,7 +99,7 @@ COMPATS = ("official", "lmms-eval")
 FRAME_WORDS = ("1fps", "center", "first")
 OPEN_WORDS = 100
 """GEM truncates open-ended responses to 100 words (paper App. D.3)."""
-JUDGE_PENDING = "needs an equivalence judge — see issue 6"
+JUDGE_PENDING = "needs an equivalence judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
 
 GEMINI_INSTRUCTION = ("Carefully analyze the question and all available options then pick the most probable "
                       "answer for this question")
@@ -178,8 +184,8 @@ def parse_lmms(text: str, options: list[str]) -> int | None:
 
 
 def truncate_words(text: str, n: int = OPEN_WORDS) -> str:
-    """The first n whitespace-separated words, joined by single spaces."""
-    return " ".join(text.split()[:n])
+    """The first n whitespace-separated words, joined by single spaces (the judge's own rule)."""
+    return judge_prompts.truncate_words(text, n)
 
 
 # ---- release records -----------------------------------------------------------------------------
@@ -509,19 +515,46 @@ class Neptune(Benchmark):
         ok = prediction.value == sample.answer
         return Score(value=float(ok), correct=ok, explanation=f"predicted {ids[prediction.value]}, answer {answer}")
 
+    def judge_task(self, sample: Sample, prediction: Prediction) -> JudgeTask | None:
+        """Open-ended: is the (100-word) reply equivalent to the reference answer? MCQ: None."""
+        if not self.open_ended or sample.answer is None:
+            return None
+        return JudgeTask(kind="equivalence", question=sample.question, candidate=str(prediction.value or ""),
+                         reference=str(sample.extra.get("reference") or ""))
+
+    def judged_score(self, sample: Sample, prediction: Prediction, judgement: Judgement) -> Score:
+        """1 when judged equivalent (P(equivalent) >= the judge's threshold), else 0; a judge reply
+        with neither TRUE nor FALSE counts not equivalent, as an MCQ reply without an option."""
+        ok = bool(judgement.verdict)
+        return Score(value=float(ok), correct=ok, explanation=f"GEM-style: {judgement.summary()}")
+
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """Accuracy per subset (Table 3's columns: the run's subset, plus MMA / MMH when a full run
-        knows membership) and per question type (Fig. 4 left). Failed samples count as wrong."""
+        knows membership) and per question type (Fig. 4 left). Failed samples count as wrong.
+        Open-ended: the same two tables of the percentage judged equivalent, then the mean
+        P(equivalent) per subset and a table naming the judge(s) with how each verdict was read."""
         subset = self.settings["subset"]
         counted = [r for r in results if r.counted]
-        if self.open_ended:  # nothing is judged until issue 6: say what is stored
+        if self.open_ended and not any(r.judge for r in counted):
             failed = sum(1 for r in results if r.error)
-            name = f"{subset}: {len(results) - failed} responses stored, {failed} failed; GEM not scored yet (issue 6)"
-            judged = [r.score or 0.0 for r in counted if r.score is not None and not r.error]
-            return [Breakdown(title="overall", rows=[(name, len(judged), _pct(judged))])]
+            name = f"{subset}: {len(results) - failed} responses stored, {failed} failed; not judged yet ({JUDGE_PENDING})"
+            return [Breakdown(title="overall", rows=[(name, 0, _pct([]))])]
+        value = {id(r): r.score if r.score is not None and not r.error else 0.0 for r in counted}
+        rows, types = self._grouped(counted, lambda r: value[id(r)])
+        tables = [Breakdown(title="overall", rows=rows), Breakdown(title="question_type", rows=types)]
+        if self.open_ended:
+            judged = [r for r in counted if r.judge and not r.error]
+            prob, _ = self._grouped(judged, lambda r: float((r.judge or {}).get("value") or 0.0))
+            tables.append(Breakdown(title="mean P(equivalent) x 100", rows=prob))
+            tables.append(self._judges_table(results))
+        return tables
+
+    def _grouped(self, results: list[SampleResult], value_of) -> tuple[list, list]:
+        """(per-subset rows in SUBSETS order, per-question-type rows) of mean value_of(r) in percent."""
+        subset = self.settings["subset"]
         groups: dict[str, dict[str, list[float]]] = {"subset": {}, "question_type": {}}
-        for r in counted:
-            value = r.score if r.score is not None and not r.error else 0.0
+        for r in results:
+            value = value_of(r)
             subsets = r.labels.get("subset") or [subset]
             for s in subsets if isinstance(subsets, list) else [subsets]:
                 groups["subset"].setdefault(str(s), []).append(value)
@@ -531,7 +564,23 @@ class Neptune(Benchmark):
         if not rows:
             rows = [(subset, 0, _pct([]))]
         types = [(t, len(v), _pct(v)) for t, v in sorted(groups["question_type"].items())]
-        return [Breakdown(title="overall", rows=rows), Breakdown(title="question_type", rows=types)]
+        return rows, types
+
+    @staticmethod
+    def _judges_table(results: list[SampleResult]) -> Breakdown:
+        """Table "judge": one row per (judge identity, how its verdicts were read) with n and the %
+        judged equivalent; samples not judged yet and failed ones last."""
+        by: dict[str, list[float]] = {}
+        for r in results:
+            if r.judge and r.counted and not r.error:
+                key = f"{r.judge.get('judge')} — verdicts from {r.judge.get('method')}"
+                by.setdefault(key, []).append(1.0 if r.judge.get("verdict") else 0.0)
+        rows = [(key, len(v), _pct(v)) for key, v in sorted(by.items())]
+        if pending := sum(1 for r in results if not r.counted and not r.error):
+            rows.append(("not judged yet", pending, _pct([])))
+        if failed := sum(1 for r in results if r.error):
+            rows.append(("failed (counted not equivalent)", failed, 0.0))
+        return Breakdown(title="judge", rows=rows)
 
     def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
         """lvu's export lines ({"sample_id", "response"}) or lmms-eval `--log_samples` lines

@@ -56,17 +56,23 @@ class FakeOpenAIServer:
     """OpenAI-compatible `/v1/chat/completions` (and `/v1/models`) on 127.0.0.1.
 
     `answer` is the reply text, or a function of the request body returning it; `latency` is added
-    to every answer; `logprobs` in a request gets one entry per character of the reply."""
+    to every answer; `logprobs` in a request gets one entry per character of the reply, unless
+    `token_logprobs` (a list, or a function of the request body returning one) gives the generated
+    tokens' top alternatives, {token: logprob} per token with the generated token first (each cut
+    to the request's `top_logprobs`, highest first, as the API does; None: the default)."""
 
     def __init__(self, *, answer: str | Callable[[dict[str, Any]], str] = "A", latency: float = 0.0,
                  fault_rate: float = 0.0, faults: tuple[str, ...] = ("429", "500", "drop"),
                  retry_after: float | None = 0.0, hang: float = 30.0, seed: int = 0,
-                 host: str = "127.0.0.1", port: int = 0, record: bool = True) -> None:
+                 host: str = "127.0.0.1", port: int = 0, record: bool = True,
+                 token_logprobs: list[dict[str, float]] | Callable[[dict[str, Any]], list[dict[str, float]]]
+                 | None = None) -> None:
         unknown = set(faults) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
         self.answer, self.latency, self.fault_rate, self.faults = answer, latency, fault_rate, faults
         self.retry_after, self.hang, self.host, self.port, self.record = retry_after, hang, host, port, record
+        self.token_logprobs = token_logprobs
         self.rng = random.Random(seed)
         self.requests: list[Received] = []
         self.n_requests = 0
@@ -219,7 +225,13 @@ class FakeOpenAIServer:
             text, finish = None, "content_filter"
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
                                   "message": {"role": "assistant", "content": text, "refusal": refusal}}
-        if body.get("logprobs") and text:
+        steps = None
+        if body.get("logprobs") and text and self.token_logprobs is not None:
+            steps = self.token_logprobs(body) if callable(self.token_logprobs) else self.token_logprobs
+        if steps is not None:
+            k = int(body.get("top_logprobs") or 0)
+            choice["logprobs"] = {"content": [_token_entry(step, k) for step in steps]}
+        elif body.get("logprobs") and text:
             k = int(body.get("top_logprobs") or 0)
             choice["logprobs"] = {"content": [
                 {"token": ch, "logprob": -0.1, "bytes": list(ch.encode()),
@@ -243,6 +255,14 @@ class FakeOpenAIServer:
         await writer.drain()
 
 
+def _token_entry(alternatives: dict[str, float], k: int) -> dict[str, Any]:
+    """One `logprobs.content` item: the first alternative is the generated token."""
+    token, logprob = next(iter(alternatives.items()))
+    top = sorted(alternatives.items(), key=lambda kv: -kv[1])[:k]
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode()),
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top]}
+
+
 def _error(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
 
@@ -253,9 +273,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--answer", default="A")
     ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--token-logprobs", type=json.loads, default=None,
+                    help='top alternatives per generated token, JSON: [{" TRUE": -0.1, " FALSE": -2.4}]')
     args = ap.parse_args(argv)
     server = FakeOpenAIServer(answer=args.answer, latency=args.latency, fault_rate=args.fault_rate,
-                              port=args.port, record=False).start()
+                              port=args.port, record=False, token_logprobs=args.token_logprobs).start()
     print(f"PORT {server.port}", flush=True)
     try:
         threading.Event().wait()

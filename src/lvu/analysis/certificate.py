@@ -1,0 +1,208 @@
+"""Neptune's model-based temporal certificate and effort score (Neptune App. E), as a probe that
+runs on any benchmark and model.
+
+Per sample the model is asked about clips centred on the video's middle, growing in length and
+frame rate (ordered by frame count, then length); the first clip it answers correctly is the
+certificate (its frame count and length), and the effort score is Eq. 1:
+
+    effort = max frames of an incorrect query / min frames of a correct query
+
+(0 when the first, smallest clip is already answered; near 1 when nearly every frame asked
+for was needed). `verify=K` re-asks a correct clip K more times, all of which must be correct —
+the paper's two extra seeded runs against lucky guesses (useful for sampling models only).
+
+Prompts are built by the benchmark's own `build_prompt` through the engine's `prepare` (frames
+decoded exactly, cues selected as the benchmark says — only cues at the clip's frames when the
+benchmark would give all of them), answers are extracted and scored by the benchmark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from lvu.analysis.stats import Estimate
+from lvu.analysis.table import Analysis, Table
+from lvu.types import InputPlan, Response, Sample, SampleResult
+
+PAPER = {"Neptune": (5.39, 21.22, 0.47), "EgoSchema": (1.6, 9.07, 0.19)}
+"""Neptune App. E (Gemini 1.5 Pro, 129 samples each): mean certificate frames, clip seconds, effort."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One query: a clip of `seconds` centred on the middle, sampled at `fps`."""
+
+    seconds: float
+    fps: float
+    start: float
+    end: float
+    times: tuple[float, ...]
+
+    @property
+    def frames(self) -> int:
+        return len(self.times)
+
+
+def schedule(duration: float, *, fps: tuple[float, ...] = (0.5, 1.0), min_clip: float = 2.0,
+             max_frames: int = 256) -> list[Step]:
+    """Centred clips of min_clip, 2×, 4×, ... seconds up to the whole video, at each rate in `fps`
+    (at least one frame; at most `max_frames`), ordered by frame count, then clip length. Frames
+    are the segment centres of the clip (uniform:N within it)."""
+    if duration <= 0 or min_clip <= 0 or not fps or any(f <= 0 for f in fps):
+        raise ValueError("duration, min_clip and every fps must be positive")
+    lengths, length = [], min_clip
+    while length < duration:
+        lengths.append(length)
+        length *= 2
+    lengths.append(duration)
+    mid, steps, seen = duration / 2, [], set()
+    for seconds in lengths:
+        start, end = max(0.0, mid - seconds / 2), min(duration, mid + seconds / 2)
+        for rate in fps:
+            n = max(1, round((end - start) * rate))
+            if n > max_frames:
+                continue
+            times = tuple(round(start + (i + 0.5) * (end - start) / n, 6) for i in range(n))
+            if times not in seen:
+                seen.add(times)
+                steps.append(Step(end - start, rate, start, end, times))
+    return sorted(steps, key=lambda s: (s.frames, s.seconds, s.fps))
+
+
+@dataclass
+class Certificate:
+    """One sample's certificate: the first correct clip and the largest incorrect one before it."""
+
+    sample_id: str
+    labels: dict[str, Any]
+    duration: float
+    frames: int | None = None
+    """Frames of the first correctly answered clip (None: no clip was answered correctly)."""
+    seconds: float | None = None
+    """Length of that clip in seconds."""
+    max_incorrect_frames: int = 0
+    queries: int = 0
+    error: str | None = None
+    trail: list[tuple[float, float, int, bool]] = field(default_factory=list)
+    """(clip seconds, fps, frames, correct) of every query, in order."""
+
+    @property
+    def effort(self) -> float | None:
+        """Eq. 1: max frames of an incorrect query / min frames of a correct one."""
+        return None if not self.frames else self.max_incorrect_frames / self.frames
+
+
+class _ClipPlan:
+    """The benchmark with one clip's frame times in place of its protocol's plan (all else as is)."""
+
+    def __init__(self, bench: Any, times: tuple[float, ...]) -> None:
+        self._bench, self._times = bench, list(times)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bench, name)
+
+    def plan(self, sample: Sample, duration: float) -> InputPlan:
+        base = self._bench.plan(sample, duration)
+        mode = "covering" if base.subtitle_mode == "all" else base.subtitle_mode  # the clip's cues only
+        return base.model_copy(update={"timestamps": self._times, "subtitle_mode": mode})
+
+
+async def _ask(engine: Any, bench: Any, sample: Sample, step: Step, repeats: int) -> bool:
+    """Whether the model answers `sample` correctly from `step`'s clip, `repeats` times in a row."""
+    from lvu.runs.engine import grade
+
+    engine.bench = _ClipPlan(bench, step.times)
+    prompt, _ = await asyncio.get_running_loop().run_in_executor(engine.pool, engine.prepare, sample)
+    for _ in range(repeats):
+        response: Response = await engine.model.generate(prompt, sample_id=sample.id)
+        if response.error:
+            raise RuntimeError(f"model error: {response.error}")
+        result = grade(bench, sample, response, SampleResult(sample_id=sample.id))
+        if not result.correct:
+            return False
+    return True
+
+
+async def certify(engine: Any, bench: Any, sample: Sample, *, fps: tuple[float, ...], min_clip: float,
+                  max_frames: int, verify: int = 0) -> Certificate:
+    """Walk the schedule until a clip is answered correctly (and `verify` more times)."""
+    duration = engine._duration(sample)
+    cert = Certificate(sample.id, dict(sample.labels), duration)
+    try:
+        for step in schedule(duration, fps=fps, min_clip=min_clip, max_frames=max_frames):
+            ok = await _ask(engine, bench, sample, step, 1)
+            if ok and verify:
+                ok = await _ask(engine, bench, sample, step, verify)
+            cert.queries += 1
+            cert.trail.append((round(step.seconds, 3), step.fps, step.frames, ok))
+            if ok:
+                cert.frames, cert.seconds = step.frames, step.seconds
+                break
+            cert.max_incorrect_frames = max(cert.max_incorrect_frames, step.frames)
+    except Exception as e:  # one bad sample never kills the probe
+        cert.error = f"{sample.id}: {type(e).__name__}: {e}"
+    return cert
+
+
+def run_certificates(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+                     model_args: dict[str, Any] | None = None, limit: int | None = None,
+                     fps: tuple[float, ...] = (0.5, 1.0), min_clip: float = 2.0, max_frames: int = 256,
+                     verify: int = 0, show_progress: bool = True) -> list[Certificate]:
+    """The certificate of every multiple-choice sample (the first `limit`) of BENCHMARK for MODEL."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from lvu.runs.engine import Engine, make_spec
+
+    _, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
+    samples = [s for s in bench.load()[0] if s.options and s.answer is not None][:limit]
+    engine = Engine(bench, mdl, None, frame_cache=None)  # type: ignore[arg-type]  # no store: nothing is saved
+
+    async def main() -> list[Certificate]:
+        out = []
+        with Progress(TextColumn("[bold]certificates"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      disable=not show_progress) as progress:
+            task = progress.add_task("", total=len(samples))
+            try:
+                for s in samples:
+                    out.append(await certify(engine, bench, s, fps=fps, min_clip=min_clip, max_frames=max_frames,
+                                             verify=verify))
+                    progress.advance(task)
+            finally:
+                engine.pool.shutdown(wait=False)
+                await mdl.close()
+        return out
+
+    return asyncio.run(main())
+
+
+def summarize(certs: list[Certificate]) -> tuple[Table, Analysis]:
+    """Per-sample table and the distribution of certificate frames (Neptune Fig. 11), with means."""
+    rows = [[c.sample_id, ", ".join(f"{k}={v}" for k, v in c.labels.items()), c.frames,
+             None if c.seconds is None else round(c.seconds, 2), c.max_incorrect_frames,
+             None if c.effort is None else round(c.effort, 3), c.queries, c.error or ""] for c in certs]
+    table = Table("Temporal certificates", ["sample", "labels", "certificate frames", "clip s",
+                                            "max incorrect frames", "effort", "queries", "error"], rows)
+    done = [c for c in certs if c.frames]
+    counts: dict[int, int] = {}
+    for c in done:
+        counts[c.frames] = counts.get(c.frames, 0) + 1  # type: ignore[index]
+    xs = sorted(counts)
+    share = [Estimate(100 * counts[x] / len(done), n=counts[x]) for x in xs] if done else []
+
+    def mean(values: list[float]) -> str:
+        return f"{sum(values) / len(values):.2f}" if values else "–"
+
+    summary = [
+        ("samples with a certificate", f"{len(done)} of {len(certs)} ({sum(1 for c in certs if c.error)} failed)"),
+        ("mean certificate frames", mean([float(c.frames) for c in done])),  # type: ignore[arg-type]
+        ("mean certificate clip (s)", mean([c.seconds for c in done])),  # type: ignore[misc]
+        ("mean effort score", mean([c.effort for c in done])),  # type: ignore[misc]
+        *[(f"paper, {name} (Gemini 1.5 Pro)", f"{f} frames, {s} s, effort {e}") for name, (f, s, e) in PAPER.items()],
+    ]
+    analysis = Analysis("certificate", "Certificate frames (first correctly answered centred clip)",
+                        "frames", [str(x) for x in xs], {"samples": share}, y_label="share of samples %",
+                        kind="bar", summary=summary)
+    return table, analysis
+

@@ -1,0 +1,229 @@
+"""`lvu report`, `lvu compare`, `lvu analyse` and `lvu certificate`: reports, comparisons and the
+papers' analyses from stored runs (registered on the main app by lvu.cli). Thin: the work is in
+lvu.analysis; heavy imports (numpy, matplotlib) happen inside the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from lvu.errors import LvuError
+
+if TYPE_CHECKING:
+    from lvu.analysis.runs import RunData
+    from lvu.analysis.table import Table
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+ResultsDir = Annotated[Optional[Path], typer.Option(
+    "--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")]
+Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run).")]
+Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
+Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
+ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters")
+
+
+WIDE = 10
+"""Tables with more columns than this print transposed (one line per column), e.g. LongVideoBench's 22 keys."""
+
+
+def print_table(t: Table) -> None:
+    from lvu.analysis.table import cell_text
+
+    table = RichTable(title=t.title, title_justify="left")
+    if len(t.columns) > WIDE:
+        table.add_column("")
+        for row in t.rows:
+            table.add_column(" · ".join(cell_text(c) for c in row[:2] if cell_text(c) not in ("", "–")))
+        for j, name in enumerate(t.columns[2:], start=2):
+            table.add_row(name, *(cell_text(row[j]) for row in t.rows))
+    else:
+        for c in t.columns:
+            table.add_column(c)
+        for row in t.rows:
+            table.add_row(*(cell_text(c) for c in row))
+    console.print(table)
+    for note in t.notes:
+        console.print(f"  {note}", markup=False, highlight=False, style="dim")
+
+
+def print_summary(lines: list[tuple[str, str]]) -> None:
+    for key, value in lines:
+        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], object]:
+    from lvu.analysis.runs import load_runs
+    from lvu.runs.store import Store
+
+    store = Store(results_dir)
+    return load_runs(store, refs), store
+
+
+def report(
+    runs: Runs = None,
+    results_dir: ResultsDir = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (default: reports/<run>.<format> under the results dir).")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="html (self-contained, plots embedded) or md (plots as PNGs beside it).")] = "html",
+    bootstrap: Bootstrap = 1000,
+    seed: Seed = 0,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Leave the matplotlib plots out.")] = False,
+    viewer: Annotated[Optional[str], typer.Option(help="Base URL of `lvu view` (e.g. http://127.0.0.1:8000): samples link to its pages.")] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Every stored run (e.g. a whole sweep) in one report.")] = False,
+) -> None:
+    """Report of one or more runs: official tables with bootstrap CIs, the paper's rows, analyses, samples.
+
+    Several runs add the cross-run analyses: frame sweeps, modality ablations, Video-MME w/ and
+    w/o subtitles, Neptune MCQ + open-ended."""
+    from lvu.analysis.report import build_report, write
+
+    if format not in ("html", "md"):
+        raise LvuError(f"--format {format!r} is not supported — use html or md")
+    if all_runs and runs:
+        raise LvuError("pass run ids or --all, not both")
+    data, store = _load(runs, results_dir)
+    if all_runs:
+        from lvu.analysis.runs import RunData
+
+        data = [RunData(i, store.results(i.run_id)) for i in reversed(store.runs())]  # type: ignore[attr-defined]
+    built = build_report(data, n_boot=bootstrap, seed=seed, plots=not no_plots, viewer_url=viewer)
+    if out is None:
+        name = data[0].run_id if len(data) == 1 else "runs-" + "-".join(r.run_id[:6] for r in data[:4])
+        out = Path(store.dir) / "reports" / f"{name}.{format}"  # type: ignore[attr-defined]
+    for note in built.notes:
+        err_console.print(note, markup=False, highlight=False)
+    console.print(f"report: {write(built, out, format)}")
+
+
+def compare(
+    runs: Runs = None,
+    paper: Annotated[bool, typer.Option("--paper", help="The run beside the paper's rows (one RUN).")] = False,
+    model: Annotated[Optional[str], typer.Option(help="--paper: only paper rows whose model contains this.")] = None,
+    table: Annotated[Optional[str], typer.Option(help="--paper: only rows of this paper table (e.g. 'Table 5').")] = None,
+    all_rows: Annotated[bool, typer.Option("--all-rows", help="--paper: every row of the task, not only rows with the run's input setting.")] = False,
+    results_dir: ResultsDir = None,
+    bootstrap: Bootstrap = 1000,
+    seed: Seed = 0,
+) -> None:
+    """`compare RUN --paper`: the run's numbers beside the paper's rows, with errata.
+    `compare RUN_A RUN_B`: per-breakdown deltas B − A with a paired test on shared samples."""
+    from lvu.analysis.compare import compare_paper, compare_runs
+
+    if not runs and not paper:  # the two latest runs: A = the older, B = the newer
+        from lvu.runs.store import Store
+
+        latest = Store(results_dir).runs()[:2]
+        if len(latest) < 2:
+            raise LvuError("compare needs two runs (RUN_A RUN_B), or one run with --paper")
+        runs = [latest[1].run_id, latest[0].run_id]
+    data, _ = _load(runs, results_dir)
+    if paper:
+        if len(data) != 1:
+            raise LvuError("--paper compares one run with the paper — pass one RUN")
+        result = compare_paper(data[0], model=model, table=table, all_rows=all_rows, n_boot=bootstrap, seed=seed)
+    else:
+        if len(data) != 2:
+            raise LvuError("pass two runs to compare (RUN_A RUN_B), or one run with --paper")
+        result = compare_runs(data[0], data[1], n_boot=bootstrap, seed=seed)
+    print_table(result.table)
+    print_summary(result.summary)
+    for e in result.errata:
+        console.print(f"erratum: {e}", markup=False, highlight=False, style="yellow")
+
+
+def analyse(
+    name: Annotated[str, typer.Argument(help=f"One of: {', '.join(ANALYSES)}.")],
+    runs: Runs = None,
+    results_dir: ResultsDir = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the plot (PNG, SVG or PDF by suffix; needs lvu[report]).")] = None,
+    bootstrap: Bootstrap = 1000,
+    seed: Seed = 0,
+) -> None:
+    """Run one of the papers' analyses on stored runs and print its table (docs/analysis.md).
+
+    frames-curve, single-frame-bias and modality compare runs: pass them, or pass one and the
+    stored runs that form its sweep / ablation are found."""
+    from lvu.analysis import analyses, sweeps
+    from lvu.analysis.plots import save
+    from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
+
+    if name not in ANALYSES:
+        raise LvuError(f"unknown analysis {name!r} — use one of {', '.join(ANALYSES)}")
+    data, store = _load(runs, results_dir)
+    if name in sweeps.MULTI_RUN:
+        if len(data) < 2:  # the stored group of the given run (no RUN: the most recently run group)
+            everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]  # type: ignore[attr-defined]
+            finder = modality_groups if name == "modality" else frame_sweeps
+            groups = sorted(finder(everything), key=lambda g: sorted((r.info.updated for r in g), reverse=True),
+                            reverse=True)  # newest member first, ties broken by the next newest
+            group = next((g for g in groups if not runs or any(r.run_id == data[0].run_id for r in g)), None)
+            if group is None:
+                what = "other input modalities" if name == "modality" else "other frame counts"
+                raise LvuError(f"run {data[0].run_id} has no stored runs with {what} of the same model — pass the runs")
+            data = group
+        result = sweeps.MULTI_RUN[name](data, n_boot=bootstrap, seed=seed)
+    else:
+        if len(data) != 1:
+            raise LvuError(f"{name} analyses one run — pass one RUN")
+        result = analyses.SINGLE_RUN[name](data[0], n_boot=bootstrap, seed=seed)
+    print_table(result.table())
+    print_summary(result.summary)
+    if plot:
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        save(result.plot(), plot)
+        console.print(f"plot: {plot}")
+
+
+def _floats(text: str, what: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(v <= 0 for v in values):
+        raise LvuError(f"{what} {text!r} is not a comma-separated list of positive numbers — e.g. 0.5,1")
+    return values
+
+
+def certificate(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`).")] = "haystack",
+    model: Annotated[str, typer.Option("--model", "-m", help="Model backend name.")] = "ocr-match",
+    limit: Annotated[Optional[int], typer.Option(help="Only the first K multiple-choice samples.")] = None,
+    fps: Annotated[str, typer.Option(help="Frame rates tried for each clip length, comma-separated.")] = "0.5,1",
+    min_clip: Annotated[float, typer.Option(help="Shortest clip in seconds (then doubled up to the whole video).")] = 2.0,
+    max_frames: Annotated[int, typer.Option(help="Skip clips that would need more frames than this.")] = 256,
+    verify: Annotated[int, typer.Option(help="Re-ask a correct clip this many times (the paper: 2, for sampling models).")] = 0,
+    data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable).")] = [],
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write one JSON line per sample (its whole query trail).")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the certificate-frames distribution (needs lvu[report]).")] = None,
+) -> None:
+    """Neptune's model-based temporal certificate and effort score: for each sample, centred clips of
+    growing length and frame rate until the model answers correctly (docs/analysis.md)."""
+    import json
+
+    from lvu.analysis.certificate import run_certificates, summarize
+    from lvu.cli import parse_kv
+
+    settings = {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")}
+    certs = run_certificates(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"),
+                             limit=limit, fps=_floats(fps, "--fps"), min_clip=min_clip, max_frames=max_frames,
+                             verify=verify)
+    table, analysis = summarize(certs)
+    print_table(table)
+    print_summary(analysis.summary)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(json.dumps({**c.__dict__, "effort": c.effort}) + "\n" for c in certs), encoding="utf-8")
+        console.print(f"wrote {len(certs)} rows to {out}")
+    if plot:
+        from lvu.analysis.plots import save
+
+        save(analysis.plot(), plot)
+        console.print(f"plot: {plot}")
+    raise typer.Exit(1 if any(c.error for c in certs) else 0)

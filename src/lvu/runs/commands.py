@@ -1,0 +1,158 @@
+"""`lvu run -c spec.yaml` and `lvu sweep`: many runs, one summary table. Registered in lvu/cli.py.
+
+Imports stay light (typer, rich): `lvu --help` must not load pydantic models, yaml or the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def _label(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = None) -> Table:
+    """One row per run: what differs between the runs, then samples, failed, scores, run id."""
+    from lvu.runs.sweep import headline
+
+    planned = [o.planned for o in outcomes]
+    columns: list[str] = []
+    if len({p.benchmark for p in planned}) > 1:
+        columns.append("benchmark")
+    if len({(p.model, _label(p.model_args)) for p in planned}) > 1 and "probe" not in (axes or []):
+        columns.append("model")
+    setting_keys = sorted({k for p in planned for k in p.settings})
+    varying = [k for k in setting_keys if len({_label(p.settings.get(k)) for p in planned}) > 1]
+    shown = list(axes or []) + [k for k in varying if k not in (axes or [])]
+    score_names: list[str] = []
+    for o in outcomes:
+        for name, _ in headline(o.summary) if o.summary else []:
+            if name not in score_names:
+                score_names.append(name)
+    table = Table(title=title, title_justify="left")
+    for col in (*columns, *shown, "samples", "failed"):
+        table.add_column(col, justify="right" if col in ("samples", "failed", "frames", "fps", "resize") else "left")
+    for name in score_names:
+        table.add_column("score %" if name == "all" else f"{name} %", justify="right")
+    table.add_column("run")
+    for o in outcomes:
+        p = o.planned
+        row = []
+        for col in columns:
+            row.append(p.benchmark if col == "benchmark" else f"{p.model} {_label(p.model_args) if p.model_args else ''}".strip())
+        for key in shown:
+            row.append(_label(p.point[key]) if key in p.point else _label(p.settings.get(key, "")))
+        if o.summary is None:
+            table.add_row(*row, "", "", *([""] * len(score_names)), f"[red]error: {o.error}[/]")
+            continue
+        scores = dict(headline(o.summary))
+        table.add_row(*row, str(o.summary.n_total), str(o.summary.n_failed),
+                      *(f"{scores[n]:.1f}" if n in scores else "" for n in score_names), o.summary.run_id)
+    return table
+
+
+def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None) -> None:
+    console.print(outcomes_table(outcomes, title, axes))
+    for o in outcomes:
+        if o.error:
+            err_console.print(f"failed: {o.planned.benchmark} × {o.planned.model}: {o.error}", markup=False,
+                              highlight=False)
+    bad = any(o.error or (o.summary and o.summary.n_failed) for o in outcomes)
+    raise typer.Exit(1 if bad else 0)
+
+
+def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report: bool, frame_cache: bool,
+                  overrides: dict[str, Any]) -> None:
+    """`lvu run -c spec.yaml`: every combination in order, then one summary table."""
+    from lvu.runs import spec_file
+    from lvu.runs.sweep import axes_of, execute
+
+    spec = spec_file.load(config)
+    planned = spec_file.expand(spec, str(config))
+    console.print(f"{config}: {len(planned)} run(s)")
+    outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=report,
+                       frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides)
+    _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None)
+
+
+def _values(text: str | None) -> list[Any] | None:
+    """'8,16,32' -> [8, 16, 32]; JSON-looking items parsed (numbers, true/false), others kept as text."""
+    if text is None:
+        return None
+    out: list[Any] = []
+    for item in (t.strip() for t in text.split(",")):
+        try:
+            out.append(json.loads(item))
+        except json.JSONDecodeError:
+            out.append(item)
+    return out
+
+
+Axis = Annotated[Optional[str], typer.Option(help="Comma-separated values.")]
+
+
+def sweep(
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="Benchmark (repeatable).")] = ["haystack"],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model (repeatable).")] = ["ocr-match"],
+    frames: Axis = None,
+    subtitles: Axis = None,
+    probe: Annotated[Optional[str], typer.Option(help="Comma-separated: full, blind, blind-asr, single-frame (probes around the model).")] = None,
+    resize: Axis = None,
+    fps: Axis = None,
+    compat: Axis = None,
+    name: Annotated[Optional[str], typer.Option(help="Sweep name recorded with every run (default: the axes, e.g. 'frames').")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML with a `sweep:` section (the other options are then ignored, except the ones below).")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting for every point, KEY=VALUE (repeatable).")] = [],
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
+    data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Only the first K samples of each run.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Samples in flight at once.")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point instead of resuming.")] = False,
+    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs are stored.")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the HTML reports.")] = False,
+) -> None:
+    """Run a grid of settings, each point its own run, and print points × accuracy.
+
+    Example: lvu sweep -b haystack -m ocr-match --frames 8,16,32,64 --probe full,blind.
+    Points reuse the frame cache and response caches; a point equal to an earlier run resumes it.
+    """
+    from lvu.cli import parse_kv
+    from lvu.runs import spec_file
+    from lvu.runs.sweep import axes_of, execute
+
+    overrides = {k: v for k, v in {"limit": limit, "concurrency": concurrency}.items() if v is not None}
+    if config is not None:
+        spec = spec_file.load(config)
+        if spec.sweep is None:
+            from lvu.errors import LvuError
+
+            raise LvuError(f"{config}: no `sweep:` section — add one (e.g. `sweep: {{frames: [8, 32]}}`) or use lvu run -c")
+        source = str(config)
+    else:
+        grid = {"frames": _values(frames), "subtitles": _values(subtitles), "probe": _values(probe),
+                "resize": _values(resize), "fps": _values(fps), "compat": _values(compat)}
+        axes = {k: v for k, v in grid.items() if v is not None}
+        settings = {"data": str(data) if data else None, "set": parse_kv(setting, "--set"),
+                    "args": parse_kv(model_arg, "--model-arg")}
+        raw = {"benchmarks": benchmark, "models": model, "settings": {k: v for k, v in settings.items() if v is not None},
+               "sweep": {**axes, **({"name": name} if name else {})}}
+        source = "lvu sweep"
+        spec = spec_file.parse(json.dumps(raw), source)  # JSON is YAML: one validation path
+    planned = spec_file.expand(spec, source)
+    assert spec.sweep is not None
+    from lvu.runs.sweep import name_of
+
+    console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
+    outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=not no_report,
+                       sweep=spec.sweep, overrides=overrides)
+    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)))

@@ -1,0 +1,569 @@
+"""`--executor ray`: the run pipeline on a Ray cluster (`pip install 'lvu[ray]'`).
+
+The stages are the local engine's, spread over the cluster:
+
+    driver ── samples of one video, in groups ──▶ decode tasks (Ray CPU tasks: `Engine.prepare`
+                                                  per sample: plan, frames, cues, prompt)
+       ▲                                               │ prompts stay in the object store; the
+       │ one small Response per sample                 ▼ driver only passes their reference on
+    driver: extract, score, commit  ◀──────── model replicas (async actors, `num_gpus` each): build
+                                              the model from its class + args, answer prompts
+
+Frames travel from the decode task's node to the replica's node through Ray's object store and
+never through the driver (it receives the prompt summaries and frame times it stores). A decode
+task returns its group's prompts as one object, so frames the group's samples share are stored
+and shipped once, and a replica resolves that object once for all its samples (backends that
+encode each distinct frame array once, like `openai`, keep doing so). Decode tasks also read and
+write the node's on-disk frame cache, so a repeated run decodes nothing.
+
+Spec, run id, store, resume and `RunSummary` are the local engine's (`resolve_spec`, `grade`,
+`Store`), so both executors store identical records and resume each other's runs. A sample
+whose decoding or model call fails is recorded and the run goes on. A replica whose process dies
+is rebuilt by Ray (`max_restarts` times); the samples it was answering are recorded as failed —
+not retried, since a sample that kills a replica would kill the next one too — and a resume
+retries them. When every replica is gone the run stops with an error; what is stored stays.
+See docs/ray.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import types
+from collections import OrderedDict
+from contextlib import ExitStack
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, cast
+
+from lvu.benchmarks.base import Benchmark
+from lvu.errors import LvuError
+from lvu.media.cache import FrameCache
+from lvu.models.base import Model
+from lvu.runs.engine import Engine, RunSummary, environment, grade, model_batch_size, resolve_spec
+from lvu.runs.judging import judge_env, judge_sample
+from lvu.runs.progress import PipelineProgress
+from lvu.runs.store import Store
+from lvu.scoring.judges import Judge
+from lvu.types import Prompt, Response, RunSpec, Sample, SampleResult
+
+INSTALL = "pip install 'lvu[ray]'"
+
+
+@dataclass
+class RayOptions:
+    """The Ray executor's settings (`--ray-arg KEY=VALUE`, or `ray_args={...}` in `run`)."""
+
+    num_replicas: int | None = None
+    """Model replicas (actors). Default: one per `num_gpus` GPUs of the cluster when num_gpus > 0, else 1."""
+    num_gpus: float = 0.0
+    """GPUs each replica reserves (Ray sets its CUDA_VISIBLE_DEVICES); 0 for API and CPU models."""
+    num_cpus: float = 1.0
+    """CPUs each replica reserves."""
+    decode_cpus: float = 1.0
+    """CPUs each decode task reserves."""
+    decode_tasks: int | None = None
+    """Decode tasks in flight at once. Default: the CPUs the replicas leave free, over decode_cpus."""
+    group_size: int = 8
+    """Samples of one video that one decode task prepares (their shared frames are decoded and shipped once)."""
+    max_restarts: int = 1
+    """How often Ray rebuilds a replica whose process died."""
+    start_timeout: float = 600.0
+    """Seconds to wait for the cluster to place and build every replica."""
+    runtime_env: dict[str, Any] | None = None
+    """Ray runtime_env for the job (env_vars, pip, working_dir...), passed to ray.init."""
+
+    @classmethod
+    def parse(cls, args: dict[str, Any] | None) -> RayOptions:
+        """Options from `--ray-arg` pairs; a wrong key or value is a one-line LvuError."""
+        known = [f.name for f in fields(cls)]
+        options = cls()
+        for key, value in (args or {}).items():
+            if key not in known:
+                raise LvuError(f"--ray-arg {key}: unknown — known: {', '.join(known)}")
+            setattr(options, key, _option_value(key, value))
+        return options
+
+
+_INTEGERS = {"num_replicas": 1, "decode_tasks": 1, "group_size": 1, "max_restarts": 0}
+"""Integer options and their least value; the other numbers are floats >= 0."""
+
+
+def _option_value(key: str, value: Any) -> Any:
+    if key == "runtime_env":
+        if value is not None and not isinstance(value, dict):
+            raise LvuError('--ray-arg runtime_env must be a JSON object, e.g. runtime_env=\'{"env_vars": {"A": "1"}}\'')
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise LvuError(f"--ray-arg {key}={value!r}: not a number") from None
+    if key in _INTEGERS:
+        if number != int(number) or number < _INTEGERS[key]:
+            raise LvuError(f"--ray-arg {key}={value!r}: needs a whole number >= {_INTEGERS[key]}")
+        return int(number)
+    if number < 0 or (key == "start_timeout" and number == 0):
+        raise LvuError(f"--ray-arg {key}={value!r}: needs a positive number")
+    return number
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise LvuError(f"--executor ray needs Ray: {INSTALL}") from None
+    return ray
+
+
+def _describe(error: BaseException) -> str:
+    """One line for a Ray error: the remote exception when there is one, else the first line."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException) and cause is not error:
+        error = cause
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+# ---- on the workers: decode tasks and model replicas ------------------------------------------------
+
+_decode_engines: dict[tuple[Any, ...], Engine] = {}
+"""Per worker process: one Engine per benchmark setup, so its in-memory frame/cue caches are reused
+by the next group of the same video that lands on this worker."""
+
+
+def _decode_engine(bench_cls: type[Benchmark], settings: dict[str, Any], frame_cache: bool, asr: bool) -> Engine:
+    key = (bench_cls, json.dumps(settings, sort_keys=True, default=str), frame_cache, asr)
+    if key not in _decode_engines:
+        bench = bench_cls(**settings)  # rebuilt from its settings, like the model: nothing live is pickled
+        # Only `prepare` is used here: no model, no store.
+        _decode_engines[key] = Engine(bench, cast(Model, None), cast(Store, None), decode_workers=1,
+                                      frame_cache=FrameCache() if frame_cache else None, asr=asr)
+    return _decode_engines[key]
+
+
+def prepare_group(bench_cls: type[Benchmark], settings: dict[str, Any], samples: list[Sample], frame_cache: bool,
+                  asr: bool) -> tuple[list[SampleResult], list[Prompt | None]]:
+    """A decode task: each sample's record so far (prompt summary and frame times, or its error)
+    and its prompt (None when it failed), made by the local engine's own decode stage."""
+    engine = _decode_engine(bench_cls, settings, frame_cache, asr)
+
+    async def prepare_all() -> list[Any]:
+        return [await engine.prepare_sample(sample) for sample in samples]  # one at a time: one CPU
+
+    prepared = asyncio.run(prepare_all())
+    return [p.result for p in prepared], [p.prompt for p in prepared]
+
+
+class ModelReplica:
+    """A model replica (run as a Ray async actor): builds the model from its class and arguments on
+    its own node, then answers prompts, `concurrency` at once (the actor's max_concurrency)."""
+
+    def __init__(self, model_cls: type[Model], model_args: dict[str, Any], keep_groups: int) -> None:
+        self.model: Model | None = None
+        self.error: str | None = None
+        try:
+            self.model = model_cls(**model_args)
+        except LvuError as e:  # reported by `info`, so the driver can say it in one line
+            self.error = str(e)
+        except Exception as e:
+            self.error = f"{model_cls.name}: {type(e).__name__}: {e}"
+        self.keep_groups = keep_groups
+        self.groups: OrderedDict[str, asyncio.Future] = OrderedDict()
+
+    def info(self) -> tuple[dict[str, Any] | None, int, str | None]:
+        """(the model's identity, its batch size, the error that kept it from being built)."""
+        if self.model is None:
+            return None, 1, self.error
+        return self.model.identity, model_batch_size(self.model), None
+
+    async def answer(self, group: list[Any], index: int, sample_id: str) -> tuple[Response | None, str | None]:
+        """Answer prompt `index` of the decode task output `group[0]` (an ObjectRef, wrapped in a
+        list so Ray hands it over unresolved): (response, None), or (None, the error line the local
+        engine would record for an exception)."""
+        assert self.model is not None, self.error
+        prompts = await self._resolve(group[0])
+        try:
+            return await self.model.generate(prompts[index], sample_id=sample_id), None
+        except LvuError as e:
+            return None, str(e)
+        except Exception as e:
+            return None, f"{sample_id}: {type(e).__name__}: {e}"
+
+    async def _resolve(self, ref: Any) -> list[Prompt | None]:
+        """A group's prompts, fetched once while its samples are being answered here (one shared
+        future, so concurrent callers get the very same frame arrays)."""
+        key = ref.hex()
+        future = self.groups.get(key)
+        if future is None:
+            future = self.groups[key] = asyncio.ensure_future(_await(ref))
+            while len(self.groups) > self.keep_groups:
+                self.groups.popitem(last=False)
+        else:
+            self.groups.move_to_end(key)
+        try:
+            return await future
+        except BaseException:
+            self.groups.pop(key, None)
+            raise
+
+    async def close(self) -> None:
+        if self.model is not None:
+            await self.model.close()
+
+
+async def _await(ref: Any) -> Any:
+    return await ref
+
+
+# ---- on the driver -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Replica:
+    """The driver's handle on one replica."""
+
+    index: int
+    actor: Any
+    alive: bool = True
+
+
+@dataclass
+class _Item:
+    """A prepared sample on its way to a replica; `prompts` is None when its decode task failed."""
+
+    sample: Sample
+    result: SampleResult
+    prompts: Any
+    index: int
+    started: float
+
+
+@dataclass
+class RayExecutor:
+    """Runs (or resumes) one spec on a connected Ray cluster; `concurrency` is per replica."""
+
+    ray: Any
+    bench: Benchmark
+    model_cls: type[Model]
+    model_args: dict[str, Any]
+    store: Store
+    options: RayOptions
+    concurrency: int = 4
+    frame_cache: bool = True
+    asr: bool = False
+    judge: Judge | None = None
+    """Judges on the driver, right after grading, as in the local engine (runs/judging.py)."""
+    llm_extract: bool = False
+    replicas: list[_Replica] = field(default_factory=list)
+
+    async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
+                  show_progress: bool = True, env: dict[str, Any] | None = None) -> RunSummary:
+        samples, bad = self.bench.load()
+        ordinals = {s.id: i for i, s in enumerate(samples)}
+        if limit is not None:
+            samples = samples[:limit]
+        try:
+            identity, batch = await self._start_replicas()
+            # What produced the answers is the replicas' model: its identity stands in for the model.
+            environment_ = environment(cast(Model, types.SimpleNamespace(identity=identity)))
+            judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
+            run_id = self.store.begin_run(spec, {**environment_, **judged, "executor": self._describe_cluster(),
+                                                 **(env or {})}, fresh=fresh)
+            done = self.store.completed_ids(run_id)
+            errors: list[tuple[str, str]] = []
+            for i, record in enumerate(bad):
+                self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
+                errors.append((record.id, record.error))
+            todo = [s for s in samples if s.id not in done]
+            todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))  # as the local engine: same video together
+
+            per_replica = max(1, self.concurrency, 2 * batch if batch > 1 else 1)  # a batching model: one batch ahead
+            decode_tasks = self._decode_tasks()
+            progress = PipelineProgress(
+                len(todo), slots={"decode": decode_tasks * self.options.group_size,
+                                  "model": per_replica * len(self.replicas)},
+                title=f"{spec.benchmark} × {spec.model}  ({run_id}, ray: {len(self.replicas)} replica(s))",
+                enabled=show_progress)
+            status = "interrupted"
+            try:
+                with progress:
+                    await self._pipeline(run_id, todo, ordinals, errors, progress, per_replica, decode_tasks)
+                status = "done"
+            except LvuError:
+                status = "failed"
+                raise
+            finally:
+                self.store.finish_run(run_id, status)
+        finally:
+            await self._stop_replicas()
+            if self.judge is not None:
+                await self.judge.close()
+
+        keep = {s.id for s in samples} | {b.id for b in bad}
+        results = [r for r in self.store.results(run_id) if r.sample_id in keep]
+        return RunSummary(
+            run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
+            n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
+            results_dir=self.store.dir, errors=errors,
+            stage_utilisation={name: progress.utilisation(name) for name in ("decode", "model")},
+        )
+
+    # ---- replicas ---------------------------------------------------------------------------------
+
+    def _num_replicas(self) -> int:
+        if self.options.num_replicas is not None:
+            return self.options.num_replicas
+        if self.options.num_gpus <= 0:
+            return 1
+        gpus = self.ray.cluster_resources().get("GPU", 0)
+        if gpus < self.options.num_gpus:
+            raise LvuError(f"--ray-arg num_gpus={self.options.num_gpus:g}: the Ray cluster has {gpus:g} GPU(s) — "
+                           "set num_gpus=0 for API/CPU models, or num_replicas=N to wait for an autoscaler")
+        return int(gpus // self.options.num_gpus)
+
+    async def _start_replicas(self) -> tuple[dict[str, Any], int]:
+        """Place and build every replica; the first one's model identity and batch size."""
+        opts = self.options
+        actor_cls = self.ray.remote(ModelReplica).options(
+            num_cpus=opts.num_cpus, num_gpus=opts.num_gpus, max_restarts=opts.max_restarts, max_task_retries=0)
+        n = self._num_replicas()
+        keep = 2 * max(1, self.concurrency) + 2  # groups a replica keeps resolved: about those in flight
+        self.replicas = [_Replica(i, actor_cls.remote(self.model_cls, self.model_args, keep)) for i in range(n)]
+        calls = [r.actor.info.remote() for r in self.replicas]
+        try:
+            infos = await asyncio.wait_for(asyncio.gather(*calls), opts.start_timeout)
+        except asyncio.TimeoutError:
+            have = self.ray.cluster_resources()
+            raise LvuError(
+                f"the Ray cluster did not start {n} replica(s) (num_cpus={opts.num_cpus:g}, num_gpus={opts.num_gpus:g} "
+                f"each) within {opts.start_timeout:g} s; it has {have.get('CPU', 0):g} CPUs and {have.get('GPU', 0):g} "
+                "GPUs — lower num_replicas/num_cpus/num_gpus, or raise start_timeout") from None
+        except self.ray.exceptions.RayError as e:
+            raise LvuError(f"a model replica could not start: {_describe(e)}") from None
+        for identity, _, error in infos:
+            if error is not None:
+                raise LvuError(error)
+        return infos[0][0], infos[0][1]
+
+    async def _still_alive(self, replica: _Replica) -> bool:
+        """After a call failed because the replica's process died: is it back (restarted by Ray)?"""
+        for _ in range(120):  # a restart that stays "unavailable" for a minute counts as dead
+            try:
+                _, _, error = await replica.actor.info.remote()
+                return error is None
+            except self.ray.exceptions.ActorUnavailableError:
+                await asyncio.sleep(0.5)
+            except self.ray.exceptions.RayError:
+                return False
+        return False
+
+    async def _stop_replicas(self) -> None:
+        live = [r.actor for r in self.replicas if r.alive]
+        if live:
+            try:  # let backends close their clients; then free the cluster's resources either way
+                await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in live), return_exceptions=True), 30)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+        for replica in self.replicas:
+            self.ray.kill(replica.actor)
+        self.replicas = []
+
+    def _decode_tasks(self) -> int:
+        opts = self.options
+        if opts.decode_tasks is not None:
+            return opts.decode_tasks
+        cpus = self.ray.cluster_resources().get("CPU", 0)
+        free = cpus - len(self.replicas) * opts.num_cpus
+        if opts.decode_cpus > 0 and free < opts.decode_cpus:
+            raise LvuError(f"the Ray cluster's {cpus:g} CPUs leave none for decoding after {len(self.replicas)} "
+                           f"replica(s) × num_cpus={opts.num_cpus:g} — lower num_cpus (e.g. --ray-arg num_cpus=0.5) "
+                           "or set decode_tasks=N")
+        return max(1, min(64, int(free // opts.decode_cpus) if opts.decode_cpus > 0 else 4))
+
+    def _describe_cluster(self) -> dict[str, Any]:
+        """Stored with the run's environment: how it was executed."""
+        opts = self.options
+        return {"name": "ray", "ray": self.ray.__version__, "replicas": len(self.replicas),
+                "num_gpus": opts.num_gpus, "num_cpus": opts.num_cpus}
+
+    # ---- the pipeline -----------------------------------------------------------------------------
+
+    async def _pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
+                        errors: list[tuple[str, str]], progress: PipelineProgress, per_replica: int,
+                        decode_tasks: int) -> None:
+        """Decoders submit one decode task per group and queue its samples (bounded, so at most a
+        few groups' prompts wait in the object store); each replica has `per_replica` workers that
+        send it samples and grade and store each answer the moment it comes back."""
+        size = self.options.group_size
+        groups: list[list[Sample]] = []
+        for sample in todo:
+            if groups and groups[-1][0].video.path == sample.video.path and len(groups[-1]) < size:
+                groups[-1].append(sample)
+            else:
+                groups.append([sample])
+        to_prepare = iter(groups)
+        ready: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=per_replica * len(self.replicas))
+        prepare = self.ray.remote(prepare_group).options(num_cpus=self.options.decode_cpus, num_returns=2,
+                                                         max_retries=1)
+        bench_cls, settings = type(self.bench), dict(self.bench.settings)
+
+        async def decoder() -> None:
+            for group in to_prepare:  # shared by the decoders; the loop runs one at a time
+                started = time.perf_counter()
+                with ExitStack() as stack:
+                    stages = [stack.enter_context(progress.stage("decode")) for _ in group]
+                    results_ref, prompts_ref = prepare.remote(bench_cls, settings, group, self.frame_cache, self.asr)
+                    try:
+                        results: list[SampleResult] = await results_ref
+                    except self.ray.exceptions.RayError as e:  # the task itself died (e.g. a decoder crash)
+                        why = _describe(e)
+                        results = [SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer,
+                                                n_options=len(s.options) or None,  # as Engine.prepare_sample
+                                                error=f"{s.id}: decode task failed — {why}") for s in group]
+                        prompts_ref = None
+                    for stage, result in zip(stages, results):
+                        stage.failed = result.error is not None
+                for i, (sample, result) in enumerate(zip(group, results)):
+                    await ready.put(_Item(sample, result, prompts_ref if result.error is None else None, i, started))
+
+        n_stored = 0
+
+        async def worker(replica: _Replica) -> None:
+            nonlocal n_stored
+            while True:
+                item = await ready.get()
+                if item is None or not replica.alive:
+                    # Pass it on (there is room: it was just taken out): the end marker to the next
+                    # worker, a sample to a worker whose replica is alive.
+                    ready.put_nowait(item)
+                    return
+                if item.prompts is None:
+                    progress.skip("model")
+                result = await self._answer(replica, item, progress)
+                with progress.stage("scored") as scored:
+                    self.store.put(run_id, result, ordinals[item.sample.id])
+                    scored.failed = bool(result.error)
+                n_stored += 1
+                if result.error:
+                    errors.append((item.sample.id, result.error))
+
+        async def end_of_input() -> None:
+            try:
+                await asyncio.gather(*decoders)
+            finally:  # also after a decoder bug, so the workers end (the bug is raised below)
+                await ready.put(None)
+
+        decoders = [asyncio.create_task(decoder()) for _ in range(decode_tasks)]
+        feeder = asyncio.create_task(end_of_input())
+        workers = [asyncio.create_task(worker(r)) for r in self.replicas for _ in range(per_replica)]
+        try:
+            await asyncio.wait(workers)  # they end at the end marker, or when their replica is gone
+            if n_stored < len(todo) and not any(r.alive for r in self.replicas):
+                raise LvuError(f"all {len(self.replicas)} model replicas died — the samples done so far are "
+                                   "stored; run the same command again to resume")
+        finally:
+            for t in (feeder, *decoders, *workers):
+                t.cancel()
+            await asyncio.gather(feeder, *decoders, *workers, return_exceptions=True)
+        for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
+            if not t.cancelled() and t.exception() is not None:
+                raise cast(BaseException, t.exception())
+
+    async def _answer(self, replica: _Replica, item: _Item, progress: PipelineProgress) -> SampleResult:
+        """The local engine's answer stage, with the model call sent to `replica`."""
+        result, sample = item.result, item.sample
+        if item.prompts is not None:
+            try:
+                with progress.stage("model") as called:
+                    response, error = await replica.actor.answer.remote([item.prompts], item.index, sample.id)
+                    called.failed = error is not None or bool(response and response.error)
+                if error is not None:
+                    result.error = error
+                else:
+                    assert response is not None
+                    result.response, result.latency = response.text, response.latency
+                    if response.error:
+                        raise LvuError(f"model error: {response.error}")
+                    grade(self.bench, sample, response, result)
+                    if self.judge is not None:
+                        await judge_sample(self.bench, sample, result, self.judge, llm_extract=self.llm_extract)
+            except LvuError as e:
+                result.error = str(e)
+            except self.ray.exceptions.RayActorError as e:
+                result.error = (f"{sample.id}: model replica {replica.index} died while answering "
+                                f"({_describe(e)}) — retried on resume")
+                replica.alive = replica.alive and await self._still_alive(replica)
+            except self.ray.exceptions.RayError as e:
+                result.error = f"{sample.id}: {_describe(e)}"
+            except Exception as e:  # one bad sample never kills a run
+                result.error = f"{sample.id}: {type(e).__name__}: {e}"
+        if not result.latency:
+            result.latency = time.perf_counter() - item.started
+        return result
+
+
+# ---- entry point -------------------------------------------------------------------------------------
+
+
+def _connect(ray: Any, address: str | None, options: RayOptions) -> bool:
+    """Join the cluster at `address` (or $RAY_ADDRESS), else start a local Ray; True when this
+    call started (and so must stop) it. An already initialised Ray is used as it is."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"logging_level": "WARNING"}
+    if options.runtime_env:
+        kwargs["runtime_env"] = options.runtime_env
+    if address is None and not os.environ.get("RAY_ADDRESS"):  # a fresh local instance
+        kwargs["include_dashboard"] = False
+    try:
+        ray.init(address=address, **kwargs)
+    except Exception as e:
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        raise LvuError(f"cannot start or join {where}: {_describe(e)} — check --ray-address "
+                       "(ray://HOST:10001, HOST:6379 or auto)") from None
+    return True
+
+
+def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+               model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
+               fresh: bool = False, limit: int | None = None, concurrency: int = 4, show_progress: bool = True,
+               report: bool = True, frame_cache: bool = True, asr: bool = False, env: dict[str, Any] | None = None,
+               judge: str | None = None, judge_args: dict[str, Any] | None = None, llm_extract: bool = False,
+               address: str | None = None, ray_args: dict[str, Any] | None = None) -> RunSummary:
+    """`lvu.runs.engine.run(..., executor="ray")`: the same run on a Ray cluster. The model is
+    built on the replicas only (never on the driver); `concurrency` is samples in flight per replica;
+    a judge runs on the driver."""
+    options = RayOptions.parse(ray_args)
+    ray = _import_ray()
+    spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
+    judge_obj = None
+    if judge is not None:
+        from lvu.scoring.judges import make_judge
+
+        judge_obj = make_judge(judge, judge_args)
+    elif llm_extract:
+        raise LvuError("llm_extract needs a judge model — pass judge= (--judge NAME)")
+    store = Store(results_dir)
+    started_ray = False
+    try:
+        started_ray = _connect(ray, address, options)
+        executor = RayExecutor(ray, bench, model_cls, dict(model_args or {}), store, options,
+                               concurrency=concurrency, frame_cache=frame_cache, asr=asr, judge=judge_obj,
+                               llm_extract=llm_extract)
+        summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
+        if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
+            from lvu.runs.engine import _judge_leftovers
+
+            _judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
+        if report:
+            from lvu.analysis.report import write_report
+
+            info = store.run(summary.run_id)
+            summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
+        return summary
+    finally:
+        store.close()
+        if started_ray:
+            ray.shutdown()

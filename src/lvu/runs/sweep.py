@@ -1,0 +1,130 @@
+"""Sweeps: a grid of settings, each point its own run (`lvu sweep`, or `sweep:` in a run spec).
+
+    lvu sweep -b haystack -m ocr-match --frames 8,16,32,64
+    lvu sweep -b haystack -m ocr-match --frames 8,32 --subtitles none,interleave --probe full,blind
+
+Axes are benchmark settings (frames, fps, subtitles, resize, compat, seed) and `probe`: `full` runs
+the model as given, `blind` / `blind-asr` / `single-frame` wrap it in that probe (models/probes.py).
+Each point is an ordinary run (its own run id, resumable); a point whose spec equals an earlier run
+resumes that run, and frames and model responses come from the shared caches. Every run records
+`env["sweep"] = {"name": ..., "axes": {axis: [values]}, "point": {axis: value}}` for reports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvu.errors import LvuError
+
+PROBE_MODELS = {"blind": "blind", "blind-asr": "blind-asr", "single-frame": "single-frame"}
+
+
+def check_axes(sweep: dict[str, Any], source: str) -> None:
+    """One-line errors for a sweep section: known axes, non-empty lists, known probes."""
+    from lvu.runs.spec_file import PROBES, SWEEP_AXES
+
+    name = sweep.get("name")
+    if name is not None and not isinstance(name, str):
+        raise LvuError(f"{source}: sweep.name: must be text (got {name!r})")
+    axes = {k: v for k, v in sweep.items() if k != "name"}
+    if not axes:
+        raise LvuError(f"{source}: sweep: no axes — e.g. `frames: [8, 16, 32]`; axes: {', '.join(SWEEP_AXES)}")
+    for axis, values in axes.items():
+        if axis not in SWEEP_AXES:
+            raise LvuError(f"{source}: sweep.{axis}: not a sweep axis — use {', '.join(SWEEP_AXES)}")
+        if not isinstance(values, list) or not values:
+            raise LvuError(f"{source}: sweep.{axis}: must be a non-empty list, e.g. [8, 16] (got {values!r})")
+        if len(set(map(repr, values))) != len(values):
+            raise LvuError(f"{source}: sweep.{axis}: repeated values {values!r}")
+        if axis == "probe" and (bad := [v for v in values if v not in PROBES]):
+            raise LvuError(f"{source}: sweep.probe: unknown probe(s) {', '.join(map(str, bad))} — use {', '.join(PROBES)}")
+
+
+def axes_of(sweep: dict[str, Any]) -> dict[str, list[Any]]:
+    return {k: list(v) for k, v in sweep.items() if k != "name"}
+
+
+def name_of(sweep: dict[str, Any]) -> str:
+    """The sweep's `name`, else its axes joined: 'frames', 'frames-probe'."""
+    return str(sweep.get("name") or "-".join(axes_of(sweep)))
+
+
+def points(sweep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The grid, first axis slowest: [{frames: 8, probe: full}, {frames: 8, probe: blind}, ...]."""
+    axes = axes_of(sweep)
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+
+
+def apply_probe(model: str, model_args: dict[str, Any], probe: str) -> tuple[str, dict[str, Any]]:
+    """(model, args) for a probe point: `full` leaves the model alone; a probe wraps it
+    (`base=<model>`, the model's own args under `base_args`)."""
+    if probe == "full":
+        return model, dict(model_args)
+    args: dict[str, Any] = {"base": model}
+    if model_args:
+        args["base_args"] = dict(model_args)
+    return PROBE_MODELS[probe], args
+
+
+# ---- running a list of planned runs -----------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """One planned run and how it went: its summary, or the one-line error that stopped it."""
+
+    planned: Any
+    """The lvu.runs.spec_file.PlannedRun."""
+    summary: Any = None
+    """The lvu.runs.engine.RunSummary, when the run ran."""
+    error: str | None = None
+
+
+def run_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The planned options `engine.run` accepts; the judge keys only when set (and supported)."""
+    from lvu.runs.engine import run
+
+    accepted = inspect.signature(run).parameters
+    missing = [k for k in options if k not in accepted]
+    if missing:
+        raise LvuError(f"{', '.join(missing)}: not supported by this lvu's run engine — remove the key(s)")
+    return dict(options)
+
+
+def execute(planned: list[Any], *, results_dir: str | Path | None = None, fresh: bool = False,
+            report: bool = True, frame_cache: bool = True, show_progress: bool = True,
+            sweep: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
+            on_done: Any = None) -> list[Outcome]:
+    """Run each planned run in order (each resumable); a run that cannot start (e.g. a bad model
+    argument) is recorded as an error and the next one goes on. Ctrl-C (RunInterrupted) stops all.
+    `overrides` replace planned options (e.g. a command-line --limit); `on_done(outcome)` is
+    called after each run."""
+    from lvu.runs.engine import run
+
+    tag = None if sweep is None else {"name": name_of(sweep), "axes": axes_of(sweep)}
+    outcomes = []
+    for item in planned:
+        outcome = Outcome(item)
+        try:
+            options = run_options({**item.options, **(overrides or {})})
+            env = None if tag is None else {"sweep": {**tag, "point": dict(item.point)}}
+            outcome.summary = run(item.benchmark, item.model, settings=item.settings, model_args=item.model_args,
+                                  results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
+                                  show_progress=show_progress, env=env, **options)
+        except LvuError as e:
+            outcome.error = str(e)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return outcomes
+
+
+def headline(summary: Any) -> list[tuple[str, float]]:
+    """The overall table's rows as (name, score %): ('all', 63.3), or Video-MME's per-duration rows."""
+    if not summary.tables:
+        return []
+    return [(name, score) for name, _, score in summary.tables[0].rows]

@@ -1,0 +1,170 @@
+"""`create_app(results_dir)`: the FastAPI results viewer over one run store.
+
+Pages: `/` (runs), `/runs/{run_id}` (spec, environment, breakdown tables, filterable samples),
+`/runs/{run_id}/samples/{sample_id}` (frames, cues and text in the prompt's order, exact prompt, raw
+response, prediction, score). JSON: `/api/runs`, `/api/runs/{run_id}`, `/api/runs/{run_id}/samples/{sample_id}`.
+Frames: `/media/{run_id}/{sample_id}/{i}.jpg`, resolved only from the stored record (its video and
+its i-th stored timestamp); any other path is a 404 and no URL is ever mapped to a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse, Response
+
+from lvu.errors import LvuError
+from lvu.runs.store import RunInfo
+from lvu.types import SampleResult
+from lvu.web import pages
+from lvu.web.catalog import SHOWS, Catalog, matches, outcome, prompt_parts
+from lvu.web.media import FrameImages
+
+PER_PAGE = 200
+_FRAME_NAME = re.compile(r"(0|[1-9][0-9]{0,5})\.jpg")
+
+
+def _label_filter(label: str | None) -> tuple[str, str] | None:
+    if not label:
+        return None
+    if "=" not in label:
+        raise HTTPException(400, f"label filter {label!r} is not KEY=VALUE — e.g. label=kind=read")
+    key, value = label.split("=", 1)
+    return key, value
+
+
+def _labels_of(results: list[SampleResult]) -> list[str]:
+    """Every `key=value` a filter can pick, sorted."""
+    found = set()
+    for r in results:
+        for k, v in r.labels.items():
+            for x in v if isinstance(v, list) else [v]:
+                found.add(f"{k}={x}")
+    return sorted(found)
+
+
+def _run_json(r: RunInfo) -> dict[str, Any]:
+    return {"run_id": r.run_id, "benchmark": r.benchmark, "model": r.model, "status": r.status,
+            "settings": r.spec.settings, "n_samples": r.n_samples, "n_failed": r.n_errors,
+            "mean_score": r.mean_score, "created": r.created, "updated": r.updated}
+
+
+def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None = None,
+               frames: FrameImages | None = None) -> FastAPI:
+    """The viewer app over `results_dir`'s run store. `allowed_hosts` (e.g. 127.0.0.1, localhost)
+    rejects requests for other Host names, so a web page elsewhere cannot reach a local viewer by
+    DNS rebinding; None skips the check (tests)."""
+    catalog = Catalog(results_dir)
+    images = frames if frames is not None else FrameImages()
+    app = FastAPI(title="lvu viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    if allowed_hosts is not None:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+
+    def get_run(run_id: str) -> RunInfo:
+        info = catalog.run(run_id)
+        if info is None:
+            raise HTTPException(404, f"no run {run_id!r} in {catalog.db_path}")
+        return info
+
+    def get_record(info: RunInfo, sample_id: str) -> dict[str, Any]:
+        record = catalog.record(info.run_id, sample_id)
+        if record is None:
+            raise HTTPException(404, f"run {info.run_id} has no sample {sample_id!r}")
+        return record
+
+    def run_view(run_id: str, show: str, label: str | None, page: int) -> dict[str, Any]:
+        if show not in SHOWS:
+            raise HTTPException(400, f"show={show!r} is unknown — use one of {', '.join(SHOWS)}")
+        info = get_run(run_id)
+        results = catalog.results(info.run_id)
+        wanted = _label_filter(label)
+        matching = [r for r in results if matches(r, show, wanted)]
+        counts = {s: sum(1 for r in results if matches(r, s, wanted)) for s in SHOWS}
+        start = (page - 1) * PER_PAGE
+        return {"info": info, "tables": catalog.tables(info, results), "results": results, "matching": matching,
+                "shown": matching[start:start + PER_PAGE], "counts": counts}
+
+    # ---- pages ---------------------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def runs_page() -> str:
+        return pages.runs_page(catalog.runs(), str(catalog.dir))
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run_page(run_id: str, show: str = "all", label: str | None = None, page: int = Query(1, ge=1)) -> str:
+        v = run_view(run_id, show, label, page)
+        return pages.run_page(v["info"], v["tables"], v["shown"], n_matching=len(v["matching"]), counts=v["counts"],
+                              labels=_labels_of(v["results"]), show=show, label=label or None, page=page,
+                              per_page=PER_PAGE)
+
+    @app.get("/runs/{run_id}/samples/{sample_id:path}", response_class=HTMLResponse)
+    def sample_page(run_id: str, sample_id: str) -> str:
+        info = get_run(run_id)
+        record = get_record(info, sample_id)
+        ids = catalog.sample_ids(info.run_id)
+        at = ids.index(sample_id)
+        neighbours = (ids[at - 1] if at > 0 else None, ids[at + 1] if at + 1 < len(ids) else None)
+        return pages.sample_page(info, record, prompt_parts(record), neighbours)
+
+    # ---- JSON ----------------------------------------------------------------------------------------
+
+    @app.get("/api/runs")
+    def api_runs() -> list[dict[str, Any]]:
+        return [_run_json(r) for r in catalog.runs()]
+
+    @app.get("/api/runs/{run_id}")
+    def api_run(run_id: str, show: str = "all", label: str | None = None) -> dict[str, Any]:
+        v = run_view(run_id, show, label, 1)
+        info: RunInfo = v["info"]
+        return {
+            **_run_json(info), "spec": info.spec.model_dump(mode="json"), "env": info.env,
+            "tables": [{"title": t.title, "rows": [{"group": g, "n": n, "score": s} for g, n, s in t.rows]}
+                       for t in v["tables"].tables],
+            "tables_note": v["tables"].note,
+            "samples": [{"sample_id": r.sample_id, "labels": r.labels, "answer": r.answer, "prediction": r.prediction,
+                         "score": r.score, "correct": r.correct, "outcome": outcome(r), "error": r.error}
+                        for r in v["matching"]],
+        }
+
+    @app.get("/api/runs/{run_id}/samples/{sample_id:path}")
+    def api_sample(run_id: str, sample_id: str) -> dict[str, Any]:
+        info = get_run(run_id)
+        record = get_record(info, sample_id)
+        parts = prompt_parts(record)
+        times = record.get("frame_timestamps") or []
+        return {**record, "run_id": info.run_id, "outcome": outcome(SampleResult.model_validate(record)),
+                "parts": parts,
+                "frames": [{"index": i, "timestamp": t, "url": pages.media_url(info.run_id, str(record["sample_id"]), i)}
+                           for i, t in enumerate(times)]}
+
+    # ---- frames --------------------------------------------------------------------------------------
+
+    @app.get("/media/{run_id}/{rest:path}")
+    def media(run_id: str, rest: str) -> Response:
+        sample_id, _, name = rest.rpartition("/")
+        match = _FRAME_NAME.fullmatch(name)
+        if not sample_id or match is None:
+            raise HTTPException(404, "frames are /media/RUN/SAMPLE/INDEX.jpg")
+        info = get_run(run_id)
+        record = get_record(info, sample_id)
+        times = record.get("frame_timestamps") or []
+        index = int(match.group(1))
+        if index >= len(times):
+            raise HTTPException(404, f"sample {sample_id!r} has {len(times)} stored frames, not #{index}")
+        video = catalog.video_of(info, record)
+        if video is None:
+            raise HTTPException(404, f"sample {sample_id!r}: its video is not known to the store")
+        resize = info.spec.settings.get("resize")
+        try:
+            data = images.jpeg(video, times, index, resize=resize if isinstance(resize, int) else None)
+        except LvuError as e:  # moved or unreadable video: the page still renders, the image is missing
+            raise HTTPException(404, f"sample {sample_id!r}: {e}") from e
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
+
+    return app
