@@ -26,7 +26,7 @@ def video_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
     samples = []
     for v in range(3):
-        video = make_video(root / f"v{v}.mp4", seconds=2, fps=10, gop=10, size=(64, 48))
+        video = make_video(root / f"v{v}.mp4", seconds=2 + v, fps=10, gop=10, size=(64, 48))  # distinct content
         for q in range(2):
             samples.append(Sample(id=f"v{v}q{q}", benchmark="jsonl", video=VideoRef(path=str(video.path)),
                                   question=f"Question {v}{q}: pick {'ABCD'[q]}", options=list("abcd"), answer=q))

@@ -93,7 +93,8 @@ def report(
         data = [RunData(i, store.results(i.run_id)) for i in reversed(store.runs())]  # type: ignore[attr-defined]
     built = build_report(data, n_boot=bootstrap, seed=seed, plots=not no_plots, viewer_url=viewer)
     if out is None:
-        name = data[0].run_id if len(data) == 1 else "runs-" + "-".join(r.run_id[:6] for r in data[:4])
+        name = "all-runs" if all_runs else data[0].run_id if len(data) == 1 else \
+            "runs-" + "-".join(r.run_id[:6] for r in data[:4])
         out = Path(store.dir) / "reports" / f"{name}.{format}"  # type: ignore[attr-defined]
     for note in built.notes:
         err_console.print(note, markup=False, highlight=False)

@@ -121,6 +121,8 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
             out.append(_analysis_section(fn(run, n_boot=n_boot, seed=seed), f"{anchor}-{name}", figs))
         except LvuError:
             continue  # the analysis does not apply to this run (docs/analysis.md says what each needs)
+        except Exception as e:  # a report never fails the run it reports on; say what went wrong
+            head.text.append(f"{name} analysis failed: {type(e).__name__}: {e}")
     out.append(Section("Samples", f"{anchor}-samples", 3, samples=run))
     spec = json.dumps(run.spec.model_dump(mode="json"), indent=2)
     env = json.dumps(info.env, indent=2, default=str)
@@ -180,16 +182,17 @@ def neptune_table3(runs: list[RunData]) -> list[Section]:
     """Neptune Table 3's row for each model with an MCQ run and an open-ended (GEM) run."""
     mcq: dict[str, RunData] = {}
     open_: dict[str, RunData] = {}
-    for r in runs:
+    for r in runs:  # the newest run of each kind per model
         if family(r.spec.benchmark) == "neptune":
-            (open_ if r.spec.benchmark == "neptune-open" else mcq)[model_key(r) + r.spec.benchmark] = r
+            (open_ if r.spec.benchmark == "neptune-open" else mcq)[model_key(r)] = r
     rows = []
     for key, m in mcq.items():
-        o = next((v for k, v in open_.items() if k.startswith(model_key(m))), None)
-        acc = {name: v for t in m.tables[:1] for name, _, v in t.rows}
-        gem = {name: v for t in (o.tables[:1] if o else []) for name, _, v in t.rows}
+        if key not in open_:
+            continue
+        acc = {name: v for name, _, v in m.tables[0].rows}
+        gem = {name: v for name, _, v in open_[key].tables[0].rows}
         rows.append([m.label, *[x for s in ("full", "mma", "mmh") for x in (acc.get(s), gem.get(s))]])
-    if not rows or not open_:
+    if not rows:
         return []
     cols = ["run", *[f"{s.upper()} {m}" for s in ("full", "mma", "mmh") for m in ("Acc", "GEM")]]
     return [Section("Neptune Table 3: MCQ accuracy and open-ended GEM per subset", "neptune-table3", 2,

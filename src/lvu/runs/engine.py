@@ -10,13 +10,11 @@ samples and lets the ones in the model finish (for `interrupt_grace` seconds); t
 from __future__ import annotations
 
 import asyncio
-import os
 import platform
-import signal
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import BrokenExecutor, Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +28,7 @@ from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
 from lvu.runs.judging import judge_env, judge_sample
+from lvu.runs.pipeline import DECODE_MODES, DecodeMode, ProcessDecoder, model_batch_size, run_pipeline
 from lvu.runs.progress import PipelineProgress
 from lvu.runs.store import Store
 from lvu.scoring.judges import Judge
@@ -172,24 +171,6 @@ class _Prepared:
     started: float
 
 
-DecodeMode = Literal["threads", "processes"]
-DECODE_MODES = ("threads", "processes")
-
-
-def model_batch_size(model: Model) -> int:
-    """The batch a batching backend (hf's `batch_size`) fills, also through a probe's `base`."""
-    for m in (model, getattr(model, "base", None)):
-        size = getattr(m, "batch_size", None)
-        if isinstance(size, int) and size > 1:
-            return size
-    return 1
-
-
-def _ignore_sigint() -> None:
-    """Decode processes leave Ctrl-C (sent to the whole process group) to the run's own handling."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class Engine:
     """`decode="threads"` decodes in `decode_workers` threads; `"processes"` in as many worker
     processes that write the shared on-disk frame cache, which the run then reads (no frame arrays
@@ -210,13 +191,13 @@ class Engine:
             raise LvuError("LLM choice extraction needs a judge model — add --judge NAME (and -J KEY=VALUE)")
         self.judge, self.llm_extract = judge, llm_extract  # see runs/judging.py
         self.disk = frame_cache
-        self.concurrency = max(1, concurrency, 2 * model_batch_size(model))
+        batch = model_batch_size(model)
+        self.concurrency = max(1, concurrency, 2 * batch if batch > 1 else 1)
         self.decode_workers = max(1, decode_workers)
         self.decode = decode
         self.interrupt_grace = interrupt_grace
         self.pool = ThreadPoolExecutor(max_workers=self.decode_workers, thread_name_prefix="lvu-decode")
-        self.procs: Executor | None = None  # started on first use: a run that hits the cache needs none
-        self.decoding: dict[Any, asyncio.Future] = {}  # frame entries being decoded by the processes
+        self.processes = ProcessDecoder(self.decode_workers, frame_cache) if decode == "processes" and frame_cache else None
         self.frames = _MediaCache()
         self.cues = _MediaCache(size=64)
         self.progress = PipelineProgress(0, enabled=False)  # replaced per run; counts stages for callers too
@@ -274,7 +255,7 @@ class Engine:
         with self.progress.stage("decode") as decoded:
             try:
                 loop = asyncio.get_running_loop()
-                if self.decode == "processes":
+                if self.processes is not None:
                     await self._decode_in_process(sample)
                 prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample)
                 result.prompt, result.frame_timestamps = prompt.summary(), times
@@ -286,34 +267,13 @@ class Engine:
         return _Prepared(sample, result, prompt, started)
 
     async def _decode_in_process(self, sample: Sample) -> None:
-        """Have a worker process decode this sample's frames into the disk cache (once per entry;
-        samples sharing an entry wait for the same decode). `prepare` then reads the cache."""
-        from lvu.media.extract import _warm_video  # one video's entries into the cache; errors as a line
-
-        loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(self.pool, lambda: self.bench.plan(sample, self._duration(sample)))
-        key = (sample.video.path, tuple(plan.timestamps), plan.resize)
-        if not plan.timestamps or key in self.frames.items:
-            return
-        if key not in self.decoding:
-            if self.procs is None:
-                from concurrent.futures import ProcessPoolExecutor
-                from multiprocessing import get_context
-
-                self.procs = ProcessPoolExecutor(self.decode_workers, mp_context=get_context("spawn"),
-                                                 initializer=_ignore_sigint)
-            threads = max(1, (os.cpu_count() or 1) // self.decode_workers)
-            future = loop.run_in_executor(self.procs, _warm_video, self.disk, sample.video.path,
-                                          [key[1]], plan.resize, False, threads)
-            self.decoding[key] = future
-            future.add_done_callback(lambda _: self.decoding.pop(key, None))
-        try:
-            _, _, _, error = await asyncio.shield(self.decoding[key])
-        except BrokenExecutor as e:  # a worker died (e.g. the decoder crashed): a fresh pool next time
-            self.procs = None
-            raise LvuError(f"{sample.video.path}: decode worker process died ({type(e).__name__})") from None
-        if error:
-            raise LvuError(error)
+        """Have a worker process decode this sample's frames into the disk cache, which `prepare`
+        then reads (unless another sample of the video already brought them into memory)."""
+        assert self.processes is not None
+        plan = await asyncio.get_running_loop().run_in_executor(
+            self.pool, lambda: self.bench.plan(sample, self._duration(sample)))
+        if plan.timestamps and (sample.video.path, tuple(plan.timestamps), plan.resize) not in self.frames.items:
+            await self.processes.decode(sample.video.path, plan.timestamps, plan.resize)
 
     async def answer_sample(self, item: _Prepared) -> SampleResult:
         """Stage 2 (the event loop): generate, extract, score."""
@@ -367,7 +327,7 @@ class Engine:
         status = "done"
         try:
             with self.progress:
-                await self._pipeline(run_id, todo, ordinals, errors, stop)
+                await run_pipeline(self, run_id, todo, ordinals, errors, stop)
             if stop.is_set():
                 status = "interrupted"
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -376,8 +336,8 @@ class Engine:
         finally:
             self.store.finish_run(run_id, status)
             self.pool.shutdown(wait=False, cancel_futures=True)
-            if self.procs is not None:
-                self.procs.shutdown(wait=status == "done", cancel_futures=True)
+            if self.processes is not None:
+                self.processes.shutdown(wait=status == "done")
             await self.model.close()
             if self.judge is not None:
                 await self.judge.close()
@@ -390,85 +350,6 @@ class Engine:
             results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
             stage_utilisation={name: self.progress.utilisation(name) for name in ("decode", "model")},
         )
-
-    async def _pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
-                        errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
-        """Decode tasks prepare prompts ahead into a bounded queue (so the model never waits on the
-        decoder, and memory holds at most `concurrency` prepared prompts); model workers take them,
-        answer, and store each result the moment it completes (one commit: nothing half-written).
-        Ctrl-C sets `stop`: no new samples start, those in the model finish within the grace."""
-        to_prepare = iter(todo)
-        ready: asyncio.Queue[_Prepared | None] = asyncio.Queue(maxsize=self.concurrency)
-        answering: set[asyncio.Task] = set()
-
-        async def decoder() -> None:
-            for sample in to_prepare:  # shared by the decode tasks; the loop runs one at a time
-                if stop.is_set():
-                    return
-                await ready.put(await self.prepare_sample(sample))
-
-        async def worker() -> None:
-            while not stop.is_set() and (item := await ready.get()) is not None:
-                if item.prompt is None:
-                    self.progress.skip("model")  # failed before the model: not a model call
-                answering.add(me := asyncio.current_task())  # type: ignore[arg-type]
-                try:
-                    result = await self.answer_sample(item)
-                finally:
-                    answering.discard(me)  # type: ignore[arg-type]
-                with self.progress.stage("scored") as scored:
-                    self.store.put(run_id, result, ordinals[item.sample.id])
-                    scored.failed = bool(result.error)
-                if result.error:
-                    errors.append((item.sample.id, result.error))
-
-        async def end_of_input() -> None:
-            try:
-                await asyncio.gather(*decoders)
-            finally:
-                for _ in workers:
-                    await ready.put(None)
-
-        workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
-        decoders = [asyncio.create_task(decoder()) for _ in range(self.decode_workers)]
-        feeder = asyncio.create_task(end_of_input())
-        loop = asyncio.get_running_loop()
-        timers: list[asyncio.TimerHandle] = []
-
-        def abandon() -> None:
-            for t in workers:
-                t.cancel()
-
-        def on_interrupt() -> None:
-            if stop.is_set():  # the second Ctrl-C: abandon what is still in the model
-                self.progress.note("abandoning the samples in flight")
-                abandon()
-                return
-            stop.set()
-            for t in (feeder, *decoders, *(w for w in workers if w not in answering)):
-                t.cancel()
-            self.progress.note(f"stopping: waiting up to {self.interrupt_grace:g} s for {len(answering)} "
-                               "sample(s) in the model — Ctrl-C again to abandon them")
-            timers.append(loop.call_later(self.interrupt_grace, abandon))
-
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_interrupt)
-            handling_sigint = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            handling_sigint = False
-        try:
-            await asyncio.wait(workers)
-        finally:
-            if handling_sigint:
-                loop.remove_signal_handler(signal.SIGINT)
-            for timer in timers:
-                timer.cancel()
-            for t in (feeder, *decoders, *workers):
-                t.cancel()
-            await asyncio.gather(feeder, *decoders, *workers, return_exceptions=True)
-        for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
-            if not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
 
 
 def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
@@ -512,7 +393,11 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
                         llm_extract=llm_extract)
         summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
         if summary.interrupted:
-            raise RunInterrupted(summary, sum(r.error is None for r in store.iter_results(summary.run_id)))
+            stop = RunInterrupted(summary, sum(r.error is None for r in store.iter_results(summary.run_id)))
+            from rich.console import Console  # said here: typer turns a KeyboardInterrupt into a silent exit 130
+
+            Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
+            raise stop
         if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
             _judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
         if report:

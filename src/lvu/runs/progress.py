@@ -138,7 +138,7 @@ class PipelineProgress:
 
     def note(self, message: str) -> None:
         """A line printed above the bars (or on the console when the display is off)."""
-        self.display.console.print(message, markup=False, highlight=False)
+        self.display.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def elapsed(self) -> float:
         if self.started is None:

@@ -1,0 +1,164 @@
+"""How samples flow through a local run: decode tasks -> bounded queue -> model workers -> store.
+
+`run_pipeline` drives an Engine's two stage functions (`prepare_sample`, `answer_sample`) with
+`decode_workers` decode tasks and `concurrency` model workers, stores each result the moment it
+completes, and handles Ctrl-C (first: stop taking samples, let those in the model finish within the
+grace; second: abandon them). `ProcessDecoder` is the `decode="processes"` back end: worker processes
+that decode into the shared on-disk frame cache, which the run then reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+from concurrent.futures import BrokenExecutor, Executor
+from typing import TYPE_CHECKING, Any, Literal
+
+from lvu.errors import LvuError
+from lvu.media.cache import FrameCache
+from lvu.models.base import Model
+from lvu.types import Sample
+
+if TYPE_CHECKING:
+    from lvu.runs.engine import Engine, _Prepared
+
+DecodeMode = Literal["threads", "processes"]
+DECODE_MODES = ("threads", "processes")
+
+
+def model_batch_size(model: Model) -> int:
+    """The batch a batching backend (hf's `batch_size`) fills, also through a probe's `base`."""
+    for m in (model, getattr(model, "base", None)):
+        size = getattr(m, "batch_size", None)
+        if isinstance(size, int) and size > 1:
+            return size
+    return 1
+
+
+def _ignore_sigint() -> None:
+    """Decode processes leave Ctrl-C (sent to the whole process group) to the run's own handling."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class ProcessDecoder:
+    """Decode frames in `workers` spawned processes straight into `cache` (nothing is pickled back
+    but a count). The pool starts on first use, so a run whose frames are all cached starts none."""
+
+    def __init__(self, workers: int, cache: FrameCache) -> None:
+        self.workers, self.cache = workers, cache
+        self.pool: Executor | None = None
+        self.pending: dict[Any, asyncio.Future] = {}  # entries being decoded: samples sharing one wait together
+
+    async def decode(self, video: str, timestamps: list[float], resize: int | None) -> None:
+        """Return once the entry is in the cache; a decode failure is a one-line LvuError."""
+        from lvu.media.extract import _warm_video  # one video's entries into the cache; errors as a line
+
+        key = (video, tuple(timestamps), resize)
+        if key not in self.pending:
+            if self.pool is None:
+                from concurrent.futures import ProcessPoolExecutor
+                from multiprocessing import get_context
+
+                self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+            threads = max(1, (os.cpu_count() or 1) // self.workers)
+            future = asyncio.get_running_loop().run_in_executor(self.pool, _warm_video, self.cache, video, [key[1]],
+                                                                resize, False, threads)
+            self.pending[key] = future
+            future.add_done_callback(lambda _: self.pending.pop(key, None))
+        try:
+            _, _, _, error = await asyncio.shield(self.pending[key])
+        except BrokenExecutor as e:  # a worker died (e.g. the decoder crashed): a fresh pool next time
+            self.pool = None
+            raise LvuError(f"{video}: decode worker process died ({type(e).__name__})") from None
+        if error:
+            raise LvuError(error)
+
+    def shutdown(self, wait: bool) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=True)
+
+
+async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals: dict[str, int],
+                       errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
+    """Decode tasks prepare prompts ahead into a bounded queue (so the model never waits on the
+    decoder, and memory holds at most `concurrency` prepared prompts); model workers take them,
+    answer, and store each result the moment it completes (one commit: nothing half-written).
+    Ctrl-C sets `stop`: no new samples start, those in the model finish within the grace."""
+    progress = engine.progress
+    # A decode task takes all samples of one video (todo is sorted by video): the first decodes,
+    # the others reuse its frames, and the decode tasks work on different videos in parallel.
+    to_prepare = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
+    ready: asyncio.Queue[_Prepared | None] = asyncio.Queue(maxsize=engine.concurrency)
+    answering: set[asyncio.Task] = set()
+
+    async def decoder() -> None:
+        for group in to_prepare:  # shared by the decode tasks; the loop runs one at a time
+            for sample in group:
+                if stop.is_set():
+                    return
+                await ready.put(await engine.prepare_sample(sample))
+
+    async def worker() -> None:
+        while not stop.is_set() and (item := await ready.get()) is not None:
+            if item.prompt is None:
+                progress.skip("model")  # failed before the model: not a model call
+            answering.add(me := asyncio.current_task())  # type: ignore[arg-type]
+            try:
+                result = await engine.answer_sample(item)
+            finally:
+                answering.discard(me)  # type: ignore[arg-type]
+            with progress.stage("scored") as scored:
+                engine.store.put(run_id, result, ordinals[item.sample.id])
+                scored.failed = bool(result.error)
+            if result.error:
+                errors.append((item.sample.id, result.error))
+
+    async def end_of_input() -> None:
+        try:
+            await asyncio.gather(*decoders)
+        finally:
+            for _ in workers:
+                await ready.put(None)
+
+    workers = [asyncio.create_task(worker()) for _ in range(engine.concurrency)]
+    decoders = [asyncio.create_task(decoder()) for _ in range(engine.decode_workers)]
+    feeder = asyncio.create_task(end_of_input())
+    loop = asyncio.get_running_loop()
+    timers: list[asyncio.TimerHandle] = []
+
+    def abandon() -> None:
+        for t in workers:
+            t.cancel()
+
+    def on_interrupt() -> None:
+        if stop.is_set():  # the second Ctrl-C: abandon what is still in the model
+            progress.note("abandoning the samples in flight")
+            abandon()
+            return
+        stop.set()
+        for t in (feeder, *decoders, *(w for w in workers if w not in answering)):
+            t.cancel()
+        progress.note(f"stopping: waiting up to {engine.interrupt_grace:g} s for {len(answering)} "
+                      "sample(s) in the model — Ctrl-C again to abandon them")
+        timers.append(loop.call_later(engine.interrupt_grace, abandon))
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        handling_sigint = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        handling_sigint = False
+    try:
+        await asyncio.wait(workers)
+    finally:
+        if handling_sigint:
+            loop.remove_signal_handler(signal.SIGINT)
+        for timer in timers:
+            timer.cancel()
+        for t in (feeder, *decoders, *workers):
+            t.cancel()
+        await asyncio.gather(feeder, *decoders, *workers, return_exceptions=True)
+    for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
