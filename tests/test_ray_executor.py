@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import fakes  # noqa: F401  (registers the fake benchmark and model, here and on the Ray workers)
-from fakes import FollowModel
+from fakes import FakeBenchmark, FollowModel  # registers the fake benchmark and model, here and on the workers
+from lvu.benchmarks.base import register_benchmark
 from lvu.errors import LvuError
 from lvu.models.base import register_model
 from lvu.models.testing_server import FakeOpenAIServer
@@ -39,6 +39,18 @@ class CrashOnceModel(FollowModel):
             marker.write_text(sample_id)
             os._exit(1)
         return await super().generate(prompt, sample_id=sample_id)
+
+
+@register_benchmark("fake-crashing-decoder")
+class CrashingDecoderBenchmark(FakeBenchmark):
+    """The fake benchmark, whose planning kills the process for sample `crash` (a decoder segfault)."""
+
+    defaults = {**FakeBenchmark.defaults, "crash": ""}
+
+    def plan(self, sample, duration):
+        if sample.id == self.settings["crash"]:
+            os._exit(1)
+        return super().plan(sample, duration)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -119,6 +131,37 @@ def test_haystack_over_openai_matches_local_frames_prompts_and_requests(tmp_path
     assert remote.tables == local.tables
 
 
+def test_a_judge_on_the_driver_judges_as_in_a_local_run(tmp_path):
+    def reply(body: dict) -> str:  # the model never names a letter; the judge maps its reply to (C)
+        return "C" if "the third one" in json.dumps(body) else "I'd say the third one."
+
+    with FakeOpenAIServer(answer=reply) as server:
+        args = {"model": "m", "base_url": server.base_url, "cache": False}
+        kw = dict(settings={"n": 6}, model_args=args, judge="openai", judge_args=args, llm_extract=True,
+                  show_progress=False, report=False)
+        local = run("fake", "openai", results_dir=tmp_path / "local", **kw)
+        remote = run("fake", "openai", results_dir=tmp_path / "ray", executor="ray", ray_args=RAY_ARGS, **kw)
+    records = stored(tmp_path / "ray", remote.run_id)
+    assert records == stored(tmp_path / "local", local.run_id)
+    assert all(r["judge"] and r["prediction"] == 2 for r in records.values())
+    assert remote.tables == local.tables and Store(tmp_path / "ray").run().env["judge"]["llm_extract"] is True
+
+
+def test_tiny_hf_model_on_a_replica_matches_local(tmp_path, haystack):
+    pytest.importorskip("transformers", reason="the hf backend needs lvu[hf]")
+    import tiny_vlms
+
+    checkpoint = tiny_vlms.build_qwen2_vl(tmp_path / "qwen2_vl")
+    kw = dict(settings={"data": str(haystack), "frames": 4, "resize": 64}, limit=6, show_progress=False,
+              model_args={"model": str(checkpoint), "max_new_tokens": 4}, report=False)
+    local = run("haystack", "hf", results_dir=tmp_path / "local", **kw)
+    remote = run("haystack", "hf", results_dir=tmp_path / "ray", executor="ray",
+                 ray_args={"num_cpus": 0.5, "num_gpus": 0}, **kw)  # the frames reach torch read-only, zero-copy
+    records = stored(tmp_path / "ray", remote.run_id)
+    assert records == stored(tmp_path / "local", local.run_id)
+    assert len(records) == 6 and all(r["response"] and not r["error"] for r in records.values())
+
+
 def test_resume_after_a_partial_ray_run_recomputes_nothing(tmp_path):
     log = tmp_path / "calls.txt"
     kw = dict(settings={"n": 9}, model_args={"log": str(log)}, results_dir=tmp_path, show_progress=False,
@@ -157,6 +200,15 @@ def test_when_every_replica_is_gone_the_run_stops_and_keeps_what_it_stored(tmp_p
     assert {"q000", "q004", "q005"} <= set(kept) and kept["q005"].error and not kept["q004"].error
     again = run("fake", "fake-crash-once", **kw)
     assert again.n_failed == 0 and again.n_done_before == len(kept) - 1
+
+
+def test_a_decode_task_that_dies_fails_its_group_only(tmp_path):
+    summary = run("fake-crashing-decoder", "fake-follow", settings={"n": 7, "crash": "q004"}, results_dir=tmp_path,
+                  executor="ray", ray_args={**RAY_ARGS, "group_size": 3}, show_progress=False, report=False)
+    errors = dict(summary.errors)
+    assert sorted(errors) == ["q003", "q004", "q005"]  # the group of q004; Ray retried it once
+    assert all("decode task failed" in e and "\n" not in e for e in errors.values())
+    assert summary.tables[0].rows == [("all", 7, 100 * 4 / 7)]
 
 
 def test_a_model_that_cannot_be_built_is_one_line(tmp_path):

@@ -85,7 +85,7 @@ def run(
     asr: Annotated[bool, typer.Option("--asr", help="Transcribe the audio of samples without subtitles (needs lvu[asr]).")] = False,
     decode: Annotated[str, typer.Option(help="Decode in threads or processes (processes write the frame cache, the run reads it).")] = "threads",
     decode_workers: Annotated[int, typer.Option(help="Decoding threads or processes.")] = 2,
-    executor: Annotated[str, typer.Option(help="local (default) | ray: the same pipeline on a Ray cluster (lvu[ray], docs/ray.md).")] = "local",
+    executor: Annotated[str, typer.Option(help="local (default) | ray: the same pipeline on a Ray cluster (the ray extra; docs/ray.md).")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join: ray://HOST:10001, HOST:6379 or auto (default: $RAY_ADDRESS, else a local Ray).")] = None,
     ray_arg: Annotated[list[str], typer.Option("--ray-arg", help="Ray executor setting, KEY=VALUE (repeatable): num_replicas, num_gpus, num_cpus, ...")] = [],
     judge: Annotated[Optional[str], typer.Option("--judge", help="Judge model for open-ended / generation samples (`lvu judge --help`).")] = None,

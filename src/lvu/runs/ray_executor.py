@@ -22,17 +22,15 @@ whose decoding or model call fails is recorded and the run goes on. A replica wh
 is rebuilt by Ray (`max_restarts` times); the samples it was answering are recorded as failed —
 not retried, since a sample that kills a replica would kill the next one too — and a resume
 retries them. When every replica is gone the run stops with an error; what is stored stays.
-See docs/ray.md.
+This module is the driver; what runs on the workers is in lvu.runs.ray_workers. See docs/ray.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 import types
-from collections import OrderedDict
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -40,14 +38,14 @@ from typing import Any, cast
 
 from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
-from lvu.media.cache import FrameCache
 from lvu.models.base import Model
-from lvu.runs.engine import Engine, RunSummary, environment, grade, model_batch_size, resolve_spec
+from lvu.runs.engine import RunSummary, environment, grade, resolve_spec
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.progress import PipelineProgress
+from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.store import Store
 from lvu.scoring.judges import Judge
-from lvu.types import Prompt, Response, RunSpec, Sample, SampleResult
+from lvu.types import RunSpec, Sample, SampleResult
 
 INSTALL = "pip install 'lvu[ray]'"
 
@@ -124,97 +122,6 @@ def _describe(error: BaseException) -> str:
         error = cause
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-
-
-# ---- on the workers: decode tasks and model replicas ------------------------------------------------
-
-_decode_engines: dict[tuple[Any, ...], Engine] = {}
-"""Per worker process: one Engine per benchmark setup, so its in-memory frame/cue caches are reused
-by the next group of the same video that lands on this worker."""
-
-
-def _decode_engine(bench_cls: type[Benchmark], settings: dict[str, Any], frame_cache: bool, asr: bool) -> Engine:
-    key = (bench_cls, json.dumps(settings, sort_keys=True, default=str), frame_cache, asr)
-    if key not in _decode_engines:
-        bench = bench_cls(**settings)  # rebuilt from its settings, like the model: nothing live is pickled
-        # Only `prepare` is used here: no model, no store.
-        _decode_engines[key] = Engine(bench, cast(Model, None), cast(Store, None), decode_workers=1,
-                                      frame_cache=FrameCache() if frame_cache else None, asr=asr)
-    return _decode_engines[key]
-
-
-def prepare_group(bench_cls: type[Benchmark], settings: dict[str, Any], samples: list[Sample], frame_cache: bool,
-                  asr: bool) -> tuple[list[SampleResult], list[Prompt | None]]:
-    """A decode task: each sample's record so far (prompt summary and frame times, or its error)
-    and its prompt (None when it failed), made by the local engine's own decode stage."""
-    engine = _decode_engine(bench_cls, settings, frame_cache, asr)
-
-    async def prepare_all() -> list[Any]:
-        return [await engine.prepare_sample(sample) for sample in samples]  # one at a time: one CPU
-
-    prepared = asyncio.run(prepare_all())
-    return [p.result for p in prepared], [p.prompt for p in prepared]
-
-
-class ModelReplica:
-    """A model replica (run as a Ray async actor): builds the model from its class and arguments on
-    its own node, then answers prompts, `concurrency` at once (the actor's max_concurrency)."""
-
-    def __init__(self, model_cls: type[Model], model_args: dict[str, Any], keep_groups: int) -> None:
-        self.model: Model | None = None
-        self.error: str | None = None
-        try:
-            self.model = model_cls(**model_args)
-        except LvuError as e:  # reported by `info`, so the driver can say it in one line
-            self.error = str(e)
-        except Exception as e:
-            self.error = f"{model_cls.name}: {type(e).__name__}: {e}"
-        self.keep_groups = keep_groups
-        self.groups: OrderedDict[str, asyncio.Future] = OrderedDict()
-
-    def info(self) -> tuple[dict[str, Any] | None, int, str | None]:
-        """(the model's identity, its batch size, the error that kept it from being built)."""
-        if self.model is None:
-            return None, 1, self.error
-        return self.model.identity, model_batch_size(self.model), None
-
-    async def answer(self, group: list[Any], index: int, sample_id: str) -> tuple[Response | None, str | None]:
-        """Answer prompt `index` of the decode task output `group[0]` (an ObjectRef, wrapped in a
-        list so Ray hands it over unresolved): (response, None), or (None, the error line the local
-        engine would record for an exception)."""
-        assert self.model is not None, self.error
-        prompts = await self._resolve(group[0])
-        try:
-            return await self.model.generate(prompts[index], sample_id=sample_id), None
-        except LvuError as e:
-            return None, str(e)
-        except Exception as e:
-            return None, f"{sample_id}: {type(e).__name__}: {e}"
-
-    async def _resolve(self, ref: Any) -> list[Prompt | None]:
-        """A group's prompts, fetched once while its samples are being answered here (one shared
-        future, so concurrent callers get the very same frame arrays)."""
-        key = ref.hex()
-        future = self.groups.get(key)
-        if future is None:
-            future = self.groups[key] = asyncio.ensure_future(_await(ref))
-            while len(self.groups) > self.keep_groups:
-                self.groups.popitem(last=False)
-        else:
-            self.groups.move_to_end(key)
-        try:
-            return await future
-        except BaseException:
-            self.groups.pop(key, None)
-            raise
-
-    async def close(self) -> None:
-        if self.model is not None:
-            await self.model.close()
-
-
-async def _await(ref: Any) -> Any:
-    return await ref
 
 
 # ---- on the driver -------------------------------------------------------------------------------
@@ -342,7 +249,7 @@ class RayExecutor:
                 "GPUs — lower num_replicas/num_cpus/num_gpus, or raise start_timeout") from None
         except self.ray.exceptions.RayError as e:
             raise LvuError(f"a model replica could not start: {_describe(e)}") from None
-        for identity, _, error in infos:
+        for _, _, error in infos:
             if error is not None:
                 raise LvuError(error)
         return infos[0][0], infos[0][1]
@@ -423,9 +330,9 @@ class RayExecutor:
                                                 n_options=len(s.options) or None,  # as Engine.prepare_sample
                                                 error=f"{s.id}: decode task failed — {why}") for s in group]
                         prompts_ref = None
-                    for stage, result in zip(stages, results):
+                    for stage, result in zip(stages, results, strict=True):
                         stage.failed = result.error is not None
-                for i, (sample, result) in enumerate(zip(group, results)):
+                for i, (sample, result) in enumerate(zip(group, results, strict=True)):
                     await ready.put(_Item(sample, result, prompts_ref if result.error is None else None, i, started))
 
         n_stored = 0
@@ -452,8 +359,9 @@ class RayExecutor:
         async def end_of_input() -> None:
             try:
                 await asyncio.gather(*decoders)
-            finally:  # also after a decoder bug, so the workers end (the bug is raised below)
-                await ready.put(None)
+            except Exception:  # a bug in a decoder: still end the workers (the bug is raised below)
+                pass
+            await ready.put(None)
 
         decoders = [asyncio.create_task(decoder()) for _ in range(decode_tasks)]
         feeder = asyncio.create_task(end_of_input())

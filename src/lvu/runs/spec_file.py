@@ -87,12 +87,19 @@ class SpecFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    benchmarks: list[str | BenchmarkEntry] = Field(min_length=1)
-    models: list[str | ModelEntry] = Field(min_length=1)
+    benchmarks: list[BenchmarkEntry] = Field(min_length=1)
+    """Names, or mappings with `name` and settings."""
+    models: list[ModelEntry] = Field(min_length=1)
     settings: Settings = Field(default_factory=Settings)
     sweep: dict[str, Any] | None = None
     """Axes (`frames: [8, 16]`, `probe: [full, blind]`, ...) and an optional `name`."""
     results_dir: str | None = None
+
+    @field_validator("benchmarks", "models", mode="before")
+    @classmethod
+    def _names(cls, v: Any) -> Any:
+        """A bare name is an entry with nothing but its name."""
+        return [{"name": item} if isinstance(item, str) else item for item in v] if isinstance(v, list) else v
 
 
 class PlannedRun(BaseModel):
@@ -134,10 +141,6 @@ def plan_run(benchmark: str, model: str, merged: dict[str, Any], point: dict[str
                       options=options, point=dict(point or {}))
 
 
-def _entries(items: list[str | BenchmarkEntry] | list[str | ModelEntry], kind: type) -> list[tuple[str, Settings]]:
-    return [(item, Settings()) if isinstance(item, str) else (item.name, item) for item in items]
-
-
 def _where(loc: tuple[Any, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
 
@@ -159,7 +162,7 @@ def parse(text: str, source: str = "<spec>") -> SpecFile:
         spec = SpecFile.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = tuple(p for p in err["loc"] if p not in ("str", "BenchmarkEntry", "ModelEntry"))
+        loc = tuple(err["loc"])
         message = err["msg"].replace("Extra inputs are not permitted", "unknown key")
         value = "" if err["type"] in ("missing", "extra_forbidden") else f" (got {err.get('input')!r})"
         raise LvuError(f"{source}: {_where(loc)}: {message}{value}") from None
@@ -185,12 +188,12 @@ def expand(spec: SpecFile, source: str = "<spec>") -> list[PlannedRun]:
     from lvu.runs.sweep import points
 
     planned: list[PlannedRun] = []
-    for i, (bench, bench_layer) in enumerate(_entries(spec.benchmarks, BenchmarkEntry)):
-        for model, model_layer in _entries(spec.models, ModelEntry):
-            merged = _merge([spec.settings, bench_layer, model_layer])
+    for i, bench in enumerate(spec.benchmarks):
+        for model in spec.models:
+            merged = _merge([spec.settings, bench, model])
             for point in points(spec.sweep) if spec.sweep else [{}]:
-                run = plan_run(bench, model, merged, point)
-                _check_benchmark(run, f"{source}: benchmarks[{i}] ({bench})")
+                run = plan_run(bench.name, model.name, merged, point)
+                _check_benchmark(run, f"{source}: benchmarks[{i}] ({bench.name})")
                 planned.append(run)
     return planned
 
