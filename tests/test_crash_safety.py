@@ -210,7 +210,7 @@ def test_second_ctrl_c_abandons_samples_in_flight_and_writes_nothing_half(tmp_pa
     db = results / "lvu.sqlite"
     proc = _start(script)
     _wait_for(lambda: _run_status(db) == "running", proc)
-    time.sleep(0.5)  # the model calls (4 s each) are under way
+    time.sleep(1.0)  # the model calls (4 s each) are under way
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)

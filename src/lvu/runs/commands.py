@@ -31,8 +31,10 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
         columns.append("benchmark")
     if len({(p.model, _label(p.model_args)) for p in planned}) > 1 and "probe" not in (axes or []):
         columns.append("model")
-    setting_keys = sorted({k for p in planned for k in p.settings})
-    varying = [k for k in setting_keys if len({_label(p.settings.get(k)) for p in planned}) > 1]
+    # Effective settings (benchmark defaults included) where the run ran, else those asked for.
+    settings = [o.summary.spec.settings if o.summary else o.planned.settings for o in outcomes]
+    setting_keys = sorted({k for s in settings for k in s})
+    varying = [k for k in setting_keys if len({_label(s.get(k)) for s in settings}) > 1]
     shown = list(axes or []) + [k for k in varying if k not in (axes or [])]
     score_names: list[str] = []
     for o in outcomes:
@@ -45,13 +47,13 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
     for name in score_names:
         table.add_column("score %" if name == "all" else f"{name} %", justify="right")
     table.add_column("run")
-    for o in outcomes:
+    for o, effective in zip(outcomes, settings):
         p = o.planned
         row = []
         for col in columns:
             row.append(p.benchmark if col == "benchmark" else f"{p.model} {_label(p.model_args) if p.model_args else ''}".strip())
         for key in shown:
-            row.append(_label(p.point[key]) if key in p.point else _label(p.settings.get(key, "")))
+            row.append(_label(p.point[key]) if key in p.point else _label(effective.get(key, "")))
         if o.summary is None:
             table.add_row(*row, "", "", *([""] * len(score_names)), f"[red]error: {o.error}[/]")
             continue
@@ -110,8 +112,9 @@ def sweep(
     resize: Axis = None,
     fps: Axis = None,
     compat: Axis = None,
+    seed: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark seeds (e.g. haystacks).")] = None,
     name: Annotated[Optional[str], typer.Option(help="Sweep name recorded with every run (default: the axes, e.g. 'frames').")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML with a `sweep:` section (the other options are then ignored, except the ones below).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML with a `sweep:` section (then only --limit, --concurrency, --fresh, --results-dir and --no-report apply).")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting for every point, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
@@ -140,7 +143,7 @@ def sweep(
         source = str(config)
     else:
         grid = {"frames": _values(frames), "subtitles": _values(subtitles), "probe": _values(probe),
-                "resize": _values(resize), "fps": _values(fps), "compat": _values(compat)}
+                "resize": _values(resize), "fps": _values(fps), "compat": _values(compat), "seed": _values(seed)}
         axes = {k: v for k, v in grid.items() if v is not None}
         settings = {"data": str(data) if data else None, "set": parse_kv(setting, "--set"),
                     "args": parse_kv(model_arg, "--model-arg")}

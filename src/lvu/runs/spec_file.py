@@ -11,9 +11,10 @@
 Every combination (and sweep point) is its own run, identified by its spec like any `lvu run`, so
 re-running the file resumes each one. Settings: benchmark inputs (frames, fps, subtitles, resize,
 compat, seed, data, video_dir, and `set:` for any other benchmark setting), `model_args` (alias
-`args`), and how the run goes (limit, concurrency, decode, decode_workers, asr, and the judge keys
-judge, judge_args, llm_extract). Later layers win: settings < benchmark entry < model entry <
-sweep point; `set`, `model_args` and `judge_args` merge key by key. Problems are one-line
+`args`), and how the run goes (limit, concurrency, decode, decode_workers, asr, the judge keys
+judge, judge_args, llm_extract, and executor, ray_address, ray_args). Later layers win: settings <
+benchmark entry < model entry < sweep point; `set`, `model_args`, `judge_args` and `ray_args` merge
+key by key. Problems are one-line
 `LvuError`s naming the file and the key.
 """
 
@@ -28,11 +29,12 @@ from lvu.errors import LvuError
 
 BENCHMARK_KEYS = ("frames", "fps", "subtitles", "resize", "compat", "seed", "data", "video_dir")
 """Settings handed to the benchmark (it rejects those it does not have, e.g. fps on haystack)."""
-RUN_KEYS = ("limit", "concurrency", "decode", "decode_workers", "asr", "judge", "judge_args", "llm_extract")
+RUN_KEYS = ("limit", "concurrency", "decode", "decode_workers", "asr", "judge", "judge_args", "llm_extract",
+            "executor", "ray_address", "ray_args")
 """Settings handed to `lvu.runs.engine.run` (only when set)."""
 PROBES = ("full", "blind", "blind-asr", "single-frame")
 """Values of the `probe` sweep axis: the model as given, or one of the probes of models/probes.py around it."""
-SWEEP_AXES = (*BENCHMARK_KEYS[:6], "probe")
+SWEEP_AXES = ("frames", "fps", "subtitles", "resize", "compat", "seed", "probe")
 
 
 class Settings(BaseModel):
@@ -65,6 +67,9 @@ class Settings(BaseModel):
     judge: str | None = None
     judge_args: dict[str, Any] | None = None
     llm_extract: bool | None = None
+    executor: Literal["local", "ray"] | None = None
+    ray_address: str | None = None
+    ray_args: dict[str, Any] | None = None
 
     @field_validator("frames")
     @classmethod
@@ -121,7 +126,7 @@ def _merge(layers: list[Settings]) -> dict[str, Any]:
     out: dict[str, Any] = {"set": {}, "model_args": {}}
     for layer in layers:
         for key, value in layer.model_dump(exclude={"name"}).items():
-            if key in ("set", "model_args", "judge_args") and value:
+            if key in ("set", "model_args", "judge_args", "ray_args") and value:
                 out[key] = {**(out.get(key) or {}), **value}
             elif value is not None and not isinstance(value, dict):
                 out[key] = value
