@@ -98,8 +98,8 @@ def _peek(path: Path) -> int | None:
         return None
 
 
-def _warm_video(cache: FrameCache, path: str, plans: list[tuple[float, ...] | str], resize: int | Resize | None,
-                approximate: bool, threads: int) -> tuple[int, int, int, str | None]:
+def warm_video(cache: FrameCache, path: str, plans: list[tuple[float, ...] | str], resize: int | Resize | None,
+               approximate: bool, threads: int) -> tuple[int, int, int, str | None]:
     """(entries, frames, hits, error line) for one video; runs in a worker process."""
     entries = frames = hits = 0
     try:
@@ -168,11 +168,11 @@ def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: 
     with bar:
         if workers == 1:
             for path, plans in groups.items():
-                record(path, _warm_video(cache, path, plans, resize, approximate, 0))
+                record(path, warm_video(cache, path, plans, resize, approximate, 0))
         else:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
             try:
-                futures = {pool.submit(_warm_video, cache, path, plans, resize, approximate, threads): path
+                futures = {pool.submit(warm_video, cache, path, plans, resize, approximate, threads): path
                            for path, plans in groups.items()}
                 for fut in as_completed(futures):
                     path = futures[fut]

@@ -399,7 +399,7 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
             Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
             raise stop
         if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
-            _judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
+            judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
         if report:
             from lvu.analysis.report import write_report
 
@@ -410,8 +410,8 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
         store.close()
 
 
-def _judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,
-                     concurrency: int, show_progress: bool, limit: int | None) -> None:
+def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,
+                    concurrency: int, show_progress: bool, limit: int | None) -> None:
     """Judge stored samples of the run that this judge has not judged, then refresh the summary."""
     from lvu.runs.judging import judge_stored
 

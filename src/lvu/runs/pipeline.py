@@ -53,7 +53,7 @@ class ProcessDecoder:
 
     async def decode(self, video: str, timestamps: list[float], resize: int | None) -> None:
         """Return once the entry is in the cache; a decode failure is a one-line LvuError."""
-        from lvu.media.extract import _warm_video  # one video's entries into the cache; errors as a line
+        from lvu.media.extract import warm_video  # one video's entries into the cache; errors as a line
 
         key = (video, tuple(timestamps), resize)
         if key not in self.pending:
@@ -63,7 +63,7 @@ class ProcessDecoder:
 
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
             threads = max(1, (os.cpu_count() or 1) // self.workers)
-            future = asyncio.get_running_loop().run_in_executor(self.pool, _warm_video, self.cache, video, [key[1]],
+            future = asyncio.get_running_loop().run_in_executor(self.pool, warm_video, self.cache, video, [key[1]],
                                                                 resize, False, threads)
             self.pending[key] = future
             future.add_done_callback(lambda _: self.pending.pop(key, None))

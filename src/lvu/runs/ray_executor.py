@@ -462,9 +462,9 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
                                llm_extract=llm_extract)
         summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
         if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
-            from lvu.runs.engine import _judge_leftovers
+            from lvu.runs.engine import judge_leftovers
 
-            _judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
+            judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
         if report:
             from lvu.analysis.report import write_report
 
