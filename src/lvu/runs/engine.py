@@ -379,13 +379,7 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
     if executor != "local":
         raise LvuError(f"executor {executor!r} is unknown — use local or ray")
     spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
-    judge_obj = None
-    if judge is not None:
-        from lvu.scoring.judges import make_judge
-
-        judge_obj = make_judge(judge, judge_args)
-    elif llm_extract:
-        raise LvuError("llm_extract needs a judge model — pass judge= (--judge NAME)")
+    judge_obj = make_run_judge(judge, judge_args, llm_extract)
     store = Store(results_dir)
     try:
         engine = Engine(bench, mdl, store, concurrency=concurrency, decode=decode, decode_workers=decode_workers,
@@ -398,16 +392,35 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
 
             Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
             raise stop
-        if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
-            judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
-        if report:
-            from lvu.analysis.report import write_report
-
-            info = store.run(summary.run_id)
-            summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
-        return summary
+        return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
+                          show_progress=show_progress, limit=limit, report=report)
     finally:
         store.close()
+
+
+def make_run_judge(judge: str | None, judge_args: dict[str, Any] | None, llm_extract: bool) -> Judge | None:
+    """The judge of a run (shared by the local and Ray executors), or None."""
+    if judge is not None:
+        from lvu.scoring.judges import make_judge
+
+        return make_judge(judge, judge_args)
+    if llm_extract:
+        raise LvuError("llm_extract needs a judge model — pass judge= (--judge NAME)")
+    return None
+
+
+def finish_run(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge | None, *, llm_extract: bool,
+               concurrency: int, show_progress: bool, limit: int | None, report: bool) -> RunSummary:
+    """After the pipeline (either executor): judge samples stored before without this judge, then
+    write the report."""
+    if judge is not None:
+        judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress, limit)
+    if report:
+        from lvu.analysis.report import write_report
+
+        info = store.run(summary.run_id)
+        summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
+    return summary
 
 
 def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,

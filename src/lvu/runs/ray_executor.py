@@ -39,7 +39,7 @@ from typing import Any, cast
 from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
 from lvu.models.base import Model
-from lvu.runs.engine import RunSummary, environment, grade, resolve_spec
+from lvu.runs.engine import RunSummary, environment, finish_run, grade, make_run_judge, resolve_spec
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
@@ -446,13 +446,7 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
     options = RayOptions.parse(ray_args)
     ray = _import_ray()
     spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
-    judge_obj = None
-    if judge is not None:
-        from lvu.scoring.judges import make_judge
-
-        judge_obj = make_judge(judge, judge_args)
-    elif llm_extract:
-        raise LvuError("llm_extract needs a judge model — pass judge= (--judge NAME)")
+    judge_obj = make_run_judge(judge, judge_args, llm_extract)
     store = Store(results_dir)
     started_ray = False
     try:
@@ -461,16 +455,8 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
                                concurrency=concurrency, frame_cache=frame_cache, asr=asr, judge=judge_obj,
                                llm_extract=llm_extract)
         summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
-        if judge_obj is not None:  # samples stored before (e.g. by a run without this judge)
-            from lvu.runs.engine import judge_leftovers
-
-            judge_leftovers(summary, store, bench, judge_obj, llm_extract, concurrency, show_progress, limit)
-        if report:
-            from lvu.analysis.report import write_report
-
-            info = store.run(summary.run_id)
-            summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
-        return summary
+        return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
+                          show_progress=show_progress, limit=limit, report=report)
     finally:
         store.close()
         if started_ray:
