@@ -10,8 +10,8 @@ from collections import defaultdict
 from typing import Any
 
 from lvu.analysis.runs import RunData
-from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_mean
-from lvu.analysis.table import Analysis, accuracy, chance_of, choice_results, label_values, ordered
+from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_cells, bootstrap_mean
+from lvu.analysis.table import Analysis, chance_of, choice_results, label_values, ordered, value
 from lvu.errors import LvuError
 from lvu.types import LETTERS, SampleResult
 
@@ -83,18 +83,23 @@ def referred_depths(run: RunData) -> dict[str, str]:
 
 def _series_by(results: list[SampleResult], x_of: dict[str, str], x_order: tuple[str, ...], group_key: str | None,
                n_boot: int, seed: int) -> tuple[list[str], dict[str, list[Estimate | None]]]:
-    """Accuracy per x bin, overall ("all") and per value of `group_key` (e.g. duration group)."""
-    cells: dict[str, dict[str, list[SampleResult]]] = defaultdict(lambda: defaultdict(list))
-    for r in results:
-        if r.sample_id not in x_of:
+    """Accuracy per x bin, overall ("all") and per value of `group_key` (e.g. duration group).
+    `results` is the run's whole list: the multiple-choice samples fill the cells, but every
+    sample is resampled, as for the official tables, so a cell that is also a table cell (the
+    haystack's depth) gets the same interval in both places."""
+    choice = {id(r) for r in choice_results(results)}
+    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(results):
+        if id(r) not in choice or r.sample_id not in x_of:
             continue
-        cells["all"][x_of[r.sample_id]].append(r)
+        x = x_of[r.sample_id]
+        cells[("all", x)].append(i)
         for g in label_values(r, group_key) if group_key else []:
-            cells[g][x_of[r.sample_id]].append(r)
-    xs = ordered({x for c in cells.values() for x in c}, x_order)
-    names = ["all", *ordered(set(cells) - {"all"}, label_order(group_key or ""))]
-    series = {name: [accuracy(cells[name][x], n_boot=n_boot, seed=seed) if cells[name].get(x) else None for x in xs]
-              for name in names if name in cells}
+            cells[(g, x)].append(i)
+    estimates = bootstrap_cells([value(r) for r in results], cells, n_boot=n_boot, seed=seed)
+    xs = ordered({x for _, x in cells}, x_order)
+    names = ["all", *ordered({g for g, _ in cells} - {"all"}, label_order(group_key or ""))]
+    series = {name: [estimates.get((name, x)) for x in xs] for name in names if any((name, x) in cells for x in xs)}
     return xs, series
 
 
@@ -107,7 +112,7 @@ def depth(run: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> An
         raise LvuError(f"run {run.run_id}: no referred-moment depths — the depth analysis needs a `depth` label "
                        "(haystack) or LongVideoBench's `position` with its release files and videos")
     key = duration_key(results)
-    xs, series = _series_by(results, depths, DEPTH_BINS, key, n_boot, seed)
+    xs, series = _series_by(run.results, depths, DEPTH_BINS, key, n_boot, seed)
     chance, _ = chance_of(results)
     return Analysis("depth", f"Accuracy vs referred-context depth — {run.label}", "depth of the referred moment",
                     xs, series, chance=chance, notes=list(dict.fromkeys(run.notes)))
@@ -122,7 +127,7 @@ def by_label(run: RunData, key: str, *, name: str, title: str, x_label: str, fal
         x_of.setdefault(sid, v)
     if not x_of:
         raise LvuError(f"run {run.run_id}: no sample has a {key!r} label — see docs/analysis.md for what {name} needs")
-    xs, series = _series_by(results, x_of, label_order(key), None, n_boot, seed)
+    xs, series = _series_by(run.results, x_of, label_order(key), None, n_boot, seed)
     chance, _ = chance_of(results)
     return Analysis(name, f"{title} — {run.label}", x_label, xs, series, kind="bar", chance=chance,
                     notes=list(dict.fromkeys(run.notes)))

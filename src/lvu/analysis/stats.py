@@ -5,6 +5,8 @@
   (with replacement) and re-runs the benchmark's own `aggregate` on each resample, so macro
   averages (MLVU M-Avg), answered-only denominators (Video-MME) and multi-label rows (LVBench)
   get intervals computed exactly the way their point estimates are.
+- `bootstrap_cells`: the same resamples for cells given as positions (the analyses' depth bins,
+  label groups), so a cell shown by a table and by an analysis has one interval.
 - `paired_bootstrap_tables`: A vs B on the samples both runs share. Both runs are resampled with
   the *same* indices, each cell's delta gets a percentile CI and a two-sided bootstrap p-value
   p = min(1, 2 * min(P*(delta <= 0), P*(delta >= 0))) (the paired bootstrap of Koehn 2004 /
@@ -93,7 +95,40 @@ def table_cells(tables: list[Any]) -> dict[CellKey, tuple[int, float]]:
 
 
 def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """Row k: the positions drawn (with replacement) for resample k. `bootstrap_mean`,
+    `bootstrap_cells`, `bootstrap_tables` and `paired_bootstrap_tables` all draw exactly these, so
+    the same samples and seed give the same interval whichever of them computes it."""
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_cells(values: Sequence[float], cells: dict[Any, Sequence[int]], *, n_boot: int = DEFAULT_BOOTSTRAP,
+                    level: float = DEFAULT_LEVEL, seed: int = 0, scale: float = 100.0) -> dict[Any, Estimate]:
+    """The mean of each cell (a list of positions in `values`) with a CI from resampling the
+    *whole* list, as `bootstrap_tables` does: a cell's size varies between resamples, a resample
+    without the cell is skipped, and a label cell gets the very interval the official table
+    prints for it (same seed, same list)."""
+    arr = np.asarray(values, dtype=float)
+    keys = list(cells)
+    membership = np.zeros((arr.size, len(keys)))  # times each position counts in each cell
+    for k, key in enumerate(keys):
+        np.add.at(membership[:, k], np.asarray(cells[key], dtype=int), 1.0)
+    sizes = membership.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        points = scale * (arr @ membership) / sizes  # 100 * sum / n, as the tables compute it
+        if n_boot > 0 and arr.size >= 2:
+            rows = _resamples(arr.size, n_boot, seed)
+            drawn = np.bincount((rows + arr.size * np.arange(n_boot)[:, None]).ravel(),
+                                minlength=n_boot * arr.size).reshape(n_boot, arr.size).astype(float)
+            draws = scale * (drawn @ (arr[:, None] * membership)) / (drawn @ membership)  # NaN: cell not drawn
+    out = {}
+    for k, key in enumerate(keys):
+        if not sizes[k]:
+            out[key] = Estimate(math.nan)
+        elif n_boot > 0 and arr.size >= 2:
+            out[key] = Estimate(float(points[k]), *_percentiles(draws[:, k], level), int(sizes[k]))
+        else:
+            out[key] = Estimate(float(points[k]), n=int(sizes[k]))
+    return out
 
 
 def bootstrap_tables(results: list[Any], aggregate: Aggregate, *, n_boot: int = DEFAULT_BOOTSTRAP,

@@ -13,7 +13,7 @@ import numpy as np
 
 from lvu.analysis.analyses import duration_key, label_order
 from lvu.analysis.runs import RunData
-from lvu.analysis.stats import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Estimate, bootstrap_mean, mcnemar_exact
+from lvu.analysis.stats import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Estimate, bootstrap_cells, bootstrap_mean, mcnemar_exact
 from lvu.analysis.table import Analysis, accuracy, chance_of, choice_results, label_values, ordered, value
 from lvu.errors import LvuError
 from lvu.types import SampleResult
@@ -49,7 +49,11 @@ def frames_curve(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: 
     key = duration_key(first)
     groups = ["all", *ordered({g for r in first for g in label_values(r, key)}, label_order(key))] if key else ["all"]
     members = {g: [sid for sid in ids if g == "all" or g in label_values(by_id[0][sid], key)] for g in groups}
-    series = {g: [accuracy([d[sid] for sid in members[g]], n_boot=n_boot, seed=seed) for d in by_id] for g in groups}
+    # group cells resample the whole shared list (as the official tables do), not each group alone
+    positions = {g: [i for i, sid in enumerate(ids) if g == "all" or g in label_values(by_id[0][sid], key)]
+                 for g in groups}
+    per_run = [bootstrap_cells([value(d[sid]) for sid in ids], positions, n_boot=n_boot, seed=seed) for d in by_id]
+    series: dict[str, list[Estimate | None]] = {g: [cells[g] for cells in per_run] for g in groups}
     notes = _shared_note(runs, ids)
     for g in groups[1:] if key else groups:
         for k in range(1, len(runs)):

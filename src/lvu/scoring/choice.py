@@ -41,16 +41,18 @@ def breakdowns_by_label(results: list[SampleResult]) -> list[Breakdown]:
     """Overall accuracy plus one table per label key. Uncounted samples are left out;
     failed samples (error, no score) count as wrong, as official scorers count a missing answer."""
     counted = [r for r in results if r.counted]
-    scores = {id(r): (r.score if r.score is not None else 0.0) for r in counted}
-    tables = [Breakdown(title="overall", rows=[("all", len(counted), mean_pct(list(scores.values())))])]
+    # One score per *position*: a bootstrap resample repeats the same object, and every repeat
+    # must count (keyed by object, repeats collapsed and the intervals came out too narrow).
+    scores = [r.score if r.score is not None else 0.0 for r in counted]
+    tables = [Breakdown(title="overall", rows=[("all", len(counted), mean_pct(scores))])]
     keys = sorted({k for r in counted for k in r.labels})
     for key in keys:
         groups: dict[str, list[float]] = defaultdict(list)
-        for r in counted:
+        for r, score in zip(counted, scores):
             value = r.labels.get(key)
             for v in value if isinstance(value, list) else [value]:
                 if v is not None:
-                    groups[str(v)].append(scores[id(r)])
+                    groups[str(v)].append(score)
         tables.append(Breakdown(title=key, rows=[(g, len(v), mean_pct(v)) for g, v in sorted(groups.items())]))
     return tables
 
