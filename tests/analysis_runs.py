@@ -15,7 +15,7 @@ from typing import Any
 
 from lvu.benchmarks.haystack import generate
 from lvu.media.testing import make_video
-from lvu.runs.engine import make_spec, run, score_saved
+from lvu.runs.engine import make_benchmark, run, score_saved
 from lvu.runs.store import Store
 from lvu.types import RunSpec, SampleResult
 
@@ -49,8 +49,8 @@ def store_run(results_dir: Path, benchmark: str, model: str, results: list[Sampl
               settings: dict[str, Any] | None = None, model_args: dict[str, Any] | None = None,
               env: dict[str, Any] | None = None) -> str:
     """Store constructed results as a finished run whose spec holds the benchmark's effective settings."""
-    spec, _, _ = make_spec(benchmark, "random", settings=settings)
-    spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=spec.settings)
+    effective = make_benchmark(benchmark, settings).settings  # constructed records: no data to fingerprint
+    spec = RunSpec(benchmark=benchmark, model=model, model_args=model_args or {}, settings=effective)
     store = Store(results_dir)
     try:
         run_id = store.begin_run(spec, {"lvu": "test", **(env or {})})
@@ -96,7 +96,7 @@ def lvb_release(root: Path) -> Path:
 def videomme_results(benchmark: str = "videomme", replies: dict[str, str] | None = None) -> list[SampleResult]:
     """The official output_test_template.json scored by `benchmark`; `replies` replaces the
     responses of those question ids ("right" = the correct letter): a second "model"."""
-    _, bench, _ = make_spec(benchmark, "random")
+    bench = make_benchmark(benchmark)
     pairs = bench.read_predictions(FIXTURES / "videomme_output_test_template.json")
     replies = replies or {}
     pairs = [(s, ("ABCD"[s.answer] if replies[s.id] == "right" else replies[s.id]) if s.id in replies else text)

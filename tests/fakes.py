@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from lvu.args import as_float
 from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
 from lvu.models.base import Model, register_model
 from lvu.scoring.choice import extract_letter
@@ -46,8 +47,12 @@ class FollowModel(Model):
     """Answers the letter the question names, after `delay` seconds; fails on ids in `fail`;
     appends every sample id it is called for to `log` (a file) so tests can count calls."""
 
+    def __init__(self, **args) -> None:
+        super().__init__(**args)
+        self.delay = as_float(self.name, "delay", args.get("delay", 0), 0)
+
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
-        await asyncio.sleep(float(self.args.get("delay", 0)))
+        await asyncio.sleep(self.delay)
         if log := self.args.get("log"):
             with open(log, "a") as f:
                 f.write(sample_id + "\n")

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,13 @@ def test_help_on_every_command():
         assert "Usage" in out.stdout
 
 
+def test_version():
+    import lvu as package
+
+    out = lvu("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"lvu {package.__version__}"
+
+
 def test_unknown_names_are_one_line_errors(tmp_path):
     out = lvu("run", "--benchmark", "haystak", "--results-dir", str(tmp_path))
     assert out.returncode == 2
@@ -72,8 +80,12 @@ def test_bad_inputs_fail_their_sample_only(mixed_data, tmp_path):
     assert "broken.srt" in err
     assert "data.jsonl:5" in err
     assert "5 samples" in out.stdout and "4 failed" in out.stdout
-    report = out.stdout.strip().splitlines()[-1]
-    assert report.startswith("report: ") and Path(report[8:]).exists()
+    report = next(line for line in out.stdout.splitlines() if line.startswith("report: "))
+    assert Path(report[8:]).exists()
+    next_steps = out.stdout.split("\nnext:\n", 1)[1]  # after the report: where to look next
+    run_id = re.search(r"^run (\w+):", out.stdout, flags=re.M).group(1)
+    assert f"lvu view --results-dir {res}" in next_steps and f"lvu results show {run_id}" in next_steps
+    assert report[8:] in next_steps
 
     exported = lvu("results", "export", "--format", "jsonl", "--results-dir", str(res))
     rows = [json.loads(line) for line in exported.stdout.splitlines()]

@@ -106,7 +106,9 @@ def test_benchmark_settings_and_plan():
     plan = bench.plan(sample(subtitles=SubtitleRef(path="a.srt")), 10.0)
     assert plan.timestamps == [1.25, 3.75, 6.25, 8.75]
     assert plan.subtitle_mode == "interleave" and plan.resize == 224
-    assert bench.plan(sample(), 10.0).subtitle_mode == "none"  # no track, no cues
+    # the protocol's mode either way: without a file the engine has no cues, unless --asr transcribes
+    assert bench.plan(sample(), 10.0).subtitle_mode == "interleave"
+    assert JsonlBenchmark(data="x.jsonl", subtitles="none").plan(sample(), 10.0).subtitle_mode == "none"
 
 
 def test_prompt_is_interleaved_parts_then_the_pinned_question_text():

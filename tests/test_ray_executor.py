@@ -168,7 +168,11 @@ def test_resume_after_a_partial_ray_run_recomputes_nothing(tmp_path):
               report=False)
     first = run("fake", "fake-follow", limit=2, **kw)  # the local engine starts the run...
     partial = run("fake", "fake-follow", limit=5, executor="ray", ray_args=RAY_ARGS, **kw)  # ...Ray goes on
+    info = Store(tmp_path).run(partial.run_id)
+    assert (info.status, info.coverage, partial.limited) == ("partial", "5/9", True)  # as the local engine
     full = run("fake", "fake-follow", executor="ray", ray_args=RAY_ARGS, **kw)
+    info = Store(tmp_path).run(full.run_id)
+    assert (info.status, info.coverage, full.limited) == ("done", "9/9", False)
     assert first.run_id == partial.run_id == full.run_id
     assert (partial.n_done_before, full.n_done_before) == (2, 5)
     assert sorted(log.read_text().split()) == [f"q{i:03d}" for i in range(9)]  # every sample called once

@@ -109,9 +109,11 @@ def test_runs_page_shows_each_runs_stored_numbers(web, client):
     for r in runs:
         cells = rows[r.run_id]
         assert cells[1:3] == [r.benchmark, r.model] and cells[4] == r.status
-        assert (int(cells[5]), int(cells[6])) == (r.n_samples, r.n_errors)
-        assert float(cells[7]) == pytest.approx(100 * r.mean_score, abs=0.05)
-    assert rows[web.full][5] != rows[web.small][5]  # the two runs really differ (5 vs 4 samples)
+        assert (cells[5], int(cells[6])) == (f"{r.n_ok}/{r.n_total}", r.n_errors)  # coverage, as results list
+        official = benchmark_of(r.spec).aggregate(stored(web.results_dir, r.run_id)[1])[0].rows[0]
+        assert cells[7] == f"{official[2]:.1f}"  # the headline: the benchmark's overall row, failures counted
+    assert rows[web.full][5] != rows[web.small][5]  # the two runs really differ (3 vs 2 of 5 samples ok)
+    assert (rows[web.full][4], rows[web.small][4]) == ("done", "partial")  # the small run is a --limit 3 run
 
 
 def test_run_page_shows_the_benchmarks_own_breakdown_tables_and_the_spec(web, client):
@@ -192,8 +194,10 @@ def test_json_endpoints_give_the_same_numbers(web, client):
     api = {r["run_id"]: r for r in client.get("/api/runs").json()}
     assert set(api) == set(runs)
     for run_id, r in runs.items():
-        assert (api[run_id]["n_samples"], api[run_id]["n_failed"], api[run_id]["mean_score"]) == \
-               (r.n_samples, r.n_errors, r.mean_score)
+        official = benchmark_of(r.spec).aggregate(stored(web.results_dir, run_id)[1])[0].rows[0]
+        assert (api[run_id]["n_samples"], api[run_id]["n_failed"], api[run_id]["n_ok"], api[run_id]["n_total"]) == \
+               (r.n_samples, r.n_errors, r.n_ok, r.n_total)
+        assert (api[run_id]["score_row"], api[run_id]["score"]) == (official[0], pytest.approx(official[2]))
     info, results = stored(web.results_dir, web.full)
     one = client.get(f"/api/runs/{web.full}").json()
     assert one["spec"] == info.spec.model_dump(mode="json") and one["env"] == info.env

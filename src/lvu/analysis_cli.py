@@ -141,7 +141,7 @@ def analyse(
     name: Annotated[str, typer.Argument(help=f"One of: {', '.join(ANALYSES)}.")],
     runs: Runs = None,
     results_dir: ResultsDir = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the plot (PNG, SVG or PDF by suffix; needs lvu[report]).")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the plot (PNG, SVG or PDF by suffix).")] = None,
     bootstrap: Bootstrap = 1000,
     seed: Seed = 0,
 ) -> None:
@@ -202,7 +202,7 @@ def certificate(
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write one JSON line per sample (its whole query trail).")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the certificate-frames distribution (needs lvu[report]).")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the certificate-frames distribution (PNG, SVG or PDF by suffix).")] = None,
 ) -> None:
     """Neptune's model-based temporal certificate and effort score: for each sample, centred clips of
     growing length and frame rate until the model answers correctly (docs/analysis.md)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -18,6 +19,22 @@ app = typer.Typer(
     help="lvu: run, score and analyse long-video understanding benchmarks under their official protocols.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from lvu import __version__
+
+        print(f"lvu {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print lvu's version and exit.")] = False,
+) -> None:
+    """lvu: run, score and analyse long-video understanding benchmarks under their official protocols."""
 data_app = typer.Typer(help="Benchmark release files: validation.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
@@ -30,6 +47,8 @@ from lvu.judge_cli import judge_app  # noqa: E402  (typer + rich only)
 app.add_typer(judge_app, name="judge")
 from lvu.runs.commands import sweep as _sweep_command  # noqa: E402  (typer + rich only)
 app.command("sweep")(_sweep_command)
+from lvu.import_cli import import_results as _import_command  # noqa: E402  (typer + rich only)
+app.command("import")(_import_command)
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -39,18 +58,55 @@ ResultsDir = Annotated[
 ]
 
 
+_KV_PIECE = re.compile(r"[A-Za-z_][\w.]*=")
+KV_HELP = ("KEY=VALUE (repeatable); K1=V1,K2=V2 is several pairs when every comma piece is KEY=VALUE "
+           "— quote a value with commas as JSON: K='\"a,b=c\"'")
+
+
+def split_pairs(item: str, what: str) -> list[str]:
+    """`k1=v1,k2=v2` (the lmms-eval habit) as ["k1=v1", "k2=v2"]: split at commas only when the
+    value is not JSON and every comma piece is KEY=VALUE with an identifier key. A value with
+    commas and no KEY= piece (`prompt=a,b`) stays whole; one where only some pieces look like
+    KEY=VALUE is ambiguous and refused, since guessing either way silently misreads the run."""
+    value = item.split("=", 1)[1]
+    if "," not in value:
+        return [item]
+    try:
+        json.loads(value)
+        return [item]  # a JSON list, object or string keeps its commas
+    except json.JSONDecodeError:
+        pass
+    pieces = item.split(",")
+    keyed = [bool(_KV_PIECE.match(p)) for p in pieces[1:]]
+    if not any(keyed):
+        return [item]
+    if all(keyed) and _KV_PIECE.match(pieces[0]):
+        return pieces
+    raise LvuError(f"{what} {item!r} mixes KEY=VALUE pieces with other comma-separated text — pass one "
+                   f"{what} per pair, or quote a value with commas as JSON: {what} 'KEY=\"a,b\"'")
+
+
 def parse_kv(items: list[str], what: str) -> dict[str, object]:
-    """`k=v` pairs; values parsed as JSON when they look like it (numbers, true/false, lists)."""
+    """`k=v` pairs (`k1=v1,k2=v2` too: `split_pairs`); values parsed as JSON when they look like it
+    (numbers, true/false, lists, objects, "quoted strings"), else kept as text. Each backend or
+    benchmark converts its values with lvu.args (so `False` and `no` are false there too)."""
     out: dict[str, object] = {}
     for item in items:
-        if "=" not in item:
+        if "=" not in item or not item.split("=", 1)[0].strip():
             raise LvuError(f"{what} {item!r} is not KEY=VALUE — e.g. {what} temperature=0")
-        key, value = item.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+        for pair in split_pairs(item, what):
+            key, value = pair.split("=", 1)
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError:
+                out[key] = value
     return out
+
+
+def check_limit(limit: int | None) -> None:
+    """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
+    if limit is not None and limit < 1:
+        raise LvuError(f"--limit {limit}: must be at least 1 (the first K samples) — leave --limit out to run them all")
 
 
 def print_tables(tables, title: str) -> None:
@@ -75,8 +131,8 @@ def run(
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
     compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval | vlmevalkit: reproduce a peer harness's deviations.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
-    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
-    limit: Annotated[Optional[int], typer.Option(help="Only the first K samples.")] = None,
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help=f"Model argument, {KV_HELP}.")] = [],
+    limit: Annotated[Optional[int], typer.Option(help="Only the first K samples (K >= 1).")] = None,
     concurrency: Annotated[int, typer.Option(help="Samples in flight at once.")] = 4,
     fresh: Annotated[bool, typer.Option("--fresh", help="Discard stored results of this exact run and start over.")] = False,
     results_dir: ResultsDir = None,
@@ -100,6 +156,7 @@ def run(
     """
     from lvu.runs.engine import run as run_engine
 
+    check_limit(limit)
     if config is not None:
         from lvu.runs.commands import run_spec_file
 
@@ -118,20 +175,43 @@ def run(
         executor=executor, ray_address=ray_address, ray_args=parse_kv(ray_arg, "--ray-arg"),  # type: ignore[arg-type]
     )
     print_tables(summary.tables, f"{benchmark} × {model}")
+    from rich.markup import escape
+
+    from lvu.runs.headline import headline_of_tables
+
     reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
-    console.print(f"run [bold]{summary.run_id}[/]: {summary.n_total} samples{reused}, {summary.n_failed} failed")
+    scope = f"{summary.n_total} of {summary.n_benchmark} samples (--limit {limit})" if summary.limited \
+        else f"{summary.n_total} samples"
+    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))  # as `lvu results list`
+    console.print(f"run [bold]{summary.run_id}[/]: {scope}{reused}, {summary.n_failed} failed"
+                  + (f" · {escape(top.describe())}" if top else ""))
     for sample_id, error in summary.errors[:10]:
         err_console.print(f"failed: {error}", markup=False, highlight=False)
     if len(summary.errors) > 10:
         err_console.print(f"... and {len(summary.errors) - 10} more (lvu results show {summary.run_id})")
-    if summary.report_path:
-        console.print(f"report: {summary.report_path}")
+    if summary.report_path:  # a --limit run's report covers its samples only, beside the full one
+        what = f"report (these {summary.n_total} samples)" if summary.limited else "report"
+        console.print(f"{what}: {summary.report_path}")
+    print_next_steps(summary.run_id, summary.report_path, results_dir)
     raise typer.Exit(1 if summary.n_failed else 0)
+
+
+def print_next_steps(run_id: str, report_path: Path | None, results_dir: Path | None) -> None:
+    """Where to look after a run: the viewer, the run's tables and failures, the report."""
+    where = f" --results-dir {results_dir}" if results_dir is not None else ""
+    steps = [(f"lvu view{where}", "browse every sample: frames, prompt, response, score"),
+             (f"lvu results show {run_id}{where}", "this run's spec, tables and failed samples")]
+    if report_path:
+        steps.append((str(report_path), "the report, for any browser: tables with intervals, plots, samples"))
+    width = max(len(command) for command, _ in steps)
+    console.print("next:", markup=False, highlight=False)
+    for command, why in steps:
+        console.print(f"  {command.ljust(width)}  # {why}", markup=False, highlight=False)
 
 
 @app.command("list")
 def list_parts() -> None:
-    """List the registered benchmarks and models."""
+    """List the registered benchmarks and models, built-in and installed plugins (docs/plugins.md)."""
     from lvu.benchmarks import load_all as load_benchmarks
     from lvu.benchmarks.base import BENCHMARKS
     from lvu.models import load_all as load_models
@@ -144,8 +224,11 @@ def list_parts() -> None:
         table.add_column("name")
         table.add_column("description")
         for name in registry.names():
-            doc = (registry.get(name).__doc__ or "").strip().splitlines()
-            table.add_row(name, doc[0] if doc else "")
+            try:
+                doc = (registry.get(name).__doc__ or "").strip().splitlines()
+            except LvuError as e:  # a broken plugin is listed with its problem; the others still show
+                doc = [f"(cannot load: {e})"]
+            table.add_row(name, doc[0] if doc else "", style="red" if doc and doc[0].startswith("(cannot load") else None)
         console.print(table)
 
 
@@ -157,11 +240,11 @@ def data_check(
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. split=val).")] = [],
 ) -> None:
     """Validate a benchmark's release files: counts against the paper, ids, answers, media present."""
-    from lvu.runs.engine import make_spec
+    from lvu.runs.engine import make_benchmark
 
     settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
                 **parse_kv(setting, "--set")}
-    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
+    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
     problems = bench.check()
     for p in problems:
         console.print(p, markup=False, highlight=False)
@@ -172,19 +255,26 @@ def data_check(
 @app.command()
 def score(
     benchmark: Annotated[str, typer.Argument(help="Benchmark name.")],
-    predictions: Annotated[Path, typer.Argument(help="Predictions file in the benchmark's official output format.")],
+    predictions: Annotated[Path, typer.Argument(help="Predictions file: the benchmark's official output format, an lmms-eval --log_samples JSONL or a VLMEvalKit prediction sheet.")],
     root: Annotated[Optional[Path], typer.Option("--root", "--data", help="Release files, when the predictions file lacks the questions.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. compat=lmms-eval).")] = [],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write per-sample results as JSONL.")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="auto | lmms-eval | vlmevalkit | official (as `lvu import`).")] = "auto",
 ) -> None:
-    """Score saved model responses with the official extraction and aggregation (no model is run)."""
-    from lvu.runs.engine import make_spec, score_saved
+    """Score saved model responses with the official extraction and aggregation (no model is run, nothing
+    is stored: `lvu import` stores the same scores as a run)."""
+    from lvu.runs.engine import make_benchmark
+    from lvu.runs.importer import grade_rows
+    from lvu.runs.saved_files import read_saved
 
     if not predictions.exists():
         raise LvuError(f"{predictions}: file not found — pass the path of a predictions file")
     settings = {"data": str(root) if root else None, **parse_kv(setting, "--set")}
-    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
-    results = score_saved(bench, bench.read_predictions(predictions))
+    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
+    saved = read_saved(bench, predictions, format)  # the reader `lvu import` uses: the same rows, the same scores
+    for line in saved.problems(benchmark):
+        err_console.print(line, markup=False, highlight=False)
+    results = grade_rows(bench, saved.rows)
     print_tables(bench.aggregate(results), f"{benchmark} — {predictions.name}")
     if out:
         out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
@@ -193,17 +283,20 @@ def score(
 
 @results_app.command("list")
 def results_list(results_dir: ResultsDir = None) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first: samples stored without error / the benchmark's samples,
+    failed samples, the headline score (the benchmark's own overall row) and the status."""
+    from lvu.runs.headline import stored_headline
     from lvu.runs.store import Store
 
     store = Store(results_dir)
     table = Table(title=f"runs in {store.path}", title_justify="left")
     for col in ("run", "benchmark", "model", "settings", "samples", "errors", "score %", "status"):
         table.add_column(col)
-    for r in store.runs():
+    for r in store.runs():  # the score aggregates every stored result of every run: slow for huge stores
         settings = ", ".join(f"{k}={v}" for k, v in r.spec.settings.items() if v is not None)
-        score = "" if r.mean_score is None else f"{100 * r.mean_score:.1f}"
-        table.add_row(r.run_id, r.benchmark, r.model, settings, str(r.n_samples), str(r.n_errors), score, r.status)
+        top = stored_headline(r.spec, store.results(r.run_id))
+        table.add_row(r.run_id, r.benchmark, r.model, settings, r.coverage, str(r.n_errors),
+                      top.text() if top else "", r.status)
     console.print(table)
 
 
@@ -220,7 +313,21 @@ def results_show(
     info = store.run(run_id)
     results = store.results(info.run_id)
     console.print_json(json.dumps({"run_id": info.run_id, "spec": info.spec.model_dump(mode="json"), "env": info.env}))
-    print_tables(benchmark_of(info.spec).aggregate(results), f"{info.benchmark} × {info.model}")
+    from lvu.runs.identity import predates_fingerprints
+
+    if predates_fingerprints(info.spec.settings):
+        err_console.print(f"note: run {info.run_id} predates data fingerprints — its id does not follow the data's "
+                          "content, so it cannot tell whether the data changed since; `lvu run` with the same "
+                          "arguments now makes a new, fingerprinted run (docs/runs.md, Run identity)",
+                          markup=False, highlight=False)
+    bench = benchmark_of(info.spec)
+    tables = bench.aggregate(results)
+    print_tables(tables, f"{info.benchmark} × {info.model}")
+    from lvu.runs.headline import headline_of_tables
+
+    top = headline_of_tables(tables, bench.settings.get("subset"))
+    console.print(f"run {info.run_id}: {info.coverage} samples stored without error, {info.n_errors} failed, "
+                  f"status {info.status}" + (f" · {top.describe()}" if top else ""), markup=False, highlight=False)
     for r in results:
         if r.error:
             console.print(f"failed: {r.error}", markup=False, highlight=False)
@@ -306,8 +413,11 @@ def frames(
     format: Annotated[str, typer.Option("--format", help="jpg or png.")] = "jpg",
 ) -> None:
     """Write the frames a plan samples from VIDEO, plus frames.json (index, pts seconds, frame number)."""
+    from lvu.args import as_int
     from lvu.media.extract import extract_frames
 
+    if resize is not None:
+        as_int("", "--resize", resize, 1, hint="the shorter side in pixels; leave it out for full size")
     index = extract_frames(video, plan, out, approximate=approximate, resize=resize, fmt=format)
     n = len(json.loads(index.read_text())["frames"])
     console.print(f"wrote {n} frames and {index}")
@@ -379,11 +489,11 @@ def cache_warm(
     from lvu.media.cache import FrameCache
     from lvu.media.extract import warm
     from lvu.media.video import probe
-    from lvu.runs.engine import make_spec
+    from lvu.runs.engine import make_benchmark
 
     settings = {"frames": frames, "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
-    _, bench, _ = make_spec(benchmark, "random", settings={k: v for k, v in settings.items() if v is not None})
+    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
     samples, _ = bench.load()
     by_resize: dict[object, list] = {}
     errors: list[str] = []

@@ -86,6 +86,7 @@ def score_run(
     judge (model and threshold) are skipped unless --fresh."""
     from lvu.cli import console, err_console, print_tables
     from lvu.runs.engine import benchmark_of
+    from lvu.runs.identity import require_same_data
     from lvu.runs.judging import judge_stored
     from lvu.runs.store import Store
 
@@ -94,6 +95,7 @@ def score_run(
     try:
         info = store.run(run_id)
         bench = benchmark_of(info.spec)
+        require_same_data(info.run_id, info.spec.settings, bench)
         done = asyncio.run(judge_stored(store, info.run_id, bench, judge_obj, llm_extract=llm_extract, fresh=fresh,
                                         concurrency=concurrency))
         print_tables(bench.aggregate(store.results(info.run_id)), f"{info.benchmark} × {info.model}")

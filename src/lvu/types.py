@@ -161,6 +161,9 @@ class Response(BaseModel):
     latency: float = 0.0
     """Seconds spent in the backend call."""
     error: str | None = None
+    unreachable: bool = False
+    """The call never got an answer from the endpoint: connection refused, dropped or not opened
+    (after the backend's retries). A run stops early when many such failures come in a row."""
 
 
 class Prediction(BaseModel):
@@ -231,6 +234,9 @@ class SampleResult(BaseModel):
     verdict, method, sub-scores, raw reply, and `judge`, the judge's identity)."""
     error: str | None = None
     latency: float = 0.0
+    sample_digest: str | None = None
+    """Hash of the loaded sample this record answers (runs/identity.py); a resumed run reuses the
+    record only while the sample is unchanged. None in records stored before lvu kept it."""
 
 
 def as_rgb(image: Any) -> np.ndarray:

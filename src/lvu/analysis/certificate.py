@@ -151,9 +151,10 @@ def run_certificates(benchmark: str, model: str, *, settings: dict[str, Any] | N
                      fps: tuple[float, ...] = (0.5, 1.0), min_clip: float = 2.0, max_frames: int = 256,
                      verify: int = 0, show_progress: bool = True) -> list[Certificate]:
     """The certificate of every multiple-choice sample (the first `limit`) of BENCHMARK for MODEL."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from lvu.runs.engine import Engine, make_spec
+    from lvu.runs.progress import LoggedProgress
 
     _, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
     samples = [s for s in bench.load()[0] if s.options and s.answer is not None][:limit]
@@ -161,8 +162,9 @@ def run_certificates(benchmark: str, model: str, *, settings: dict[str, Any] | N
 
     async def main() -> list[Certificate]:
         out = []
-        with Progress(TextColumn("[bold]certificates"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not show_progress) as progress:
+        with LoggedProgress(TextColumn("[bold]certificates"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("ETA"), TimeRemainingColumn(), disable=not show_progress,
+                            label="certificates") as progress:
             task = progress.add_task("", total=len(samples))
             try:
                 for s in samples:

@@ -1,7 +1,7 @@
 """matplotlib figures for analyses and report tables (the Agg backend: no display needed).
 
-matplotlib is the optional `lvu[report]` extra. `missing_matplotlib()` says why plots are off
-when it is absent, and the reports go on without them.
+matplotlib is a dependency of lvu, so every report has its plots; should it be missing from an
+environment, `missing_matplotlib()` says why plots are off and the reports go on without them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from lvu.analysis.stats import Estimate
     from lvu.analysis.table import Analysis
 
-INSTALL_HINT = "pip install 'lvu[report]'"
+INSTALL_HINT = "pip install matplotlib, a dependency of lvu"
 
 
 def missing_matplotlib() -> str | None:

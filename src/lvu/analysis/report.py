@@ -25,6 +25,7 @@ from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
 from lvu.analysis.table import Analysis, Table
 from lvu.benchmarks.base import Breakdown
 from lvu.errors import LvuError
+from lvu.runs.headline import headline_of_tables
 from lvu.runs.store import RunInfo
 from lvu.types import SampleResult
 
@@ -94,8 +95,10 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
     info, anchor = run.info, f"run-{run.run_id}"
     when = dt.datetime.fromtimestamp(info.updated).isoformat(timespec="seconds")
     n_err = sum(1 for r in run.results if r.error)
+    top = headline_of_tables(run.tables, run.spec.settings.get("subset"))  # as lvu results list shows it
     head = Section(run.label, anchor, 2, text=[
-        f"run {run.run_id} · {when} · {len(run.results)} samples · {n_err} errors · status {info.status}",
+        f"run {run.run_id} · {when} · {len(run.results)} samples · {n_err} errors · status {info.status}"
+        + (f" · {top.describe()}" if top else ""),
         f"settings: {_settings(run)}"])
     cis = bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed)
     head.tables = [breakdown_table(t, cis, run.run_id) for t in run.tables]
@@ -234,9 +237,12 @@ def write(report: Report, out: Path, fmt: str = "html") -> Path:
 
 
 def write_report(run: RunInfo, results: list[SampleResult], tables: list[Breakdown], results_dir: Path,
-                 out: Path | None = None, *, n_boot: int = DEFAULT_BOOTSTRAP) -> Path:
-    """The report `lvu run` writes after a run: `reports/<run_id>.html` under the results dir (or `out`)."""
-    data = RunData(run, results)
+                 out: Path | None = None, *, n_boot: int = DEFAULT_BOOTSTRAP,
+                 notes: list[str] | None = None) -> Path:
+    """The report `lvu run` writes after a run: `reports/<run_id>.html` under the results dir (or `out`).
+    `results` and `tables` must cover the same samples (a `--limit` run passes only its own, and
+    its own `out`, with a note saying so: engine.finish_run)."""
+    data = RunData(run, results, notes=list(notes or []))
     data.__dict__["tables"] = tables  # already aggregated by the run: reuse them
     path = Path(out) if out else Path(results_dir) / "reports" / f"{run.run_id}.html"
     return write(build_report([data], n_boot=n_boot), path, "html")

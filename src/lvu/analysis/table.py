@@ -40,7 +40,7 @@ def cell_text(cell: Any, digits: int = 1) -> str:
 class Analysis:
     """One analysis result: values of one or more series over ordered x groups.
 
-    `table()` gives the numbers, `plot()` a matplotlib Figure (needs `lvu[report]`)."""
+    `table()` gives the numbers, `plot()` a matplotlib Figure."""
 
     name: str
     """The `lvu analyse` name (frames-curve, depth, ...)."""

@@ -58,6 +58,9 @@ class Benchmark(ABC):
                 f"known: {', '.join(sorted(self.defaults))}"
             )
         self.settings: dict[str, Any] = {**self.defaults, **{k: v for k, v in settings.items() if v is not None}}
+        from lvu.args import check_benchmark_settings
+
+        check_benchmark_settings(self.name, self.settings)  # resize, limit, seed: one-line errors
 
     @abstractmethod
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
@@ -65,7 +68,13 @@ class Benchmark(ABC):
 
     @abstractmethod
     def plan(self, sample: Sample, duration: float) -> InputPlan:
-        """Frame times and subtitle mode for this sample, given the video's duration."""
+        """Frame times and subtitle mode for this sample, given the video's duration.
+
+        `subtitle_mode` is the mode the protocol wants *if* cues exist, whether or not this sample
+        has a subtitle file: the engine takes the cues from the sample's subtitle file, else (with
+        --asr) from the Whisper transcript of its audio, else there are none. "none" means the
+        prompt takes no engine-selected cues (the user's setting, or a benchmark that reads its
+        subtitle files itself), so --asr adds nothing to it either."""
 
     @abstractmethod
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
@@ -82,6 +91,14 @@ class Benchmark(ABC):
     def data_version(self) -> str | None:
         """An identity of the data that goes into the run id (so regenerated data is a new run)."""
         return None
+
+    def loaded(self) -> tuple[list[Sample], list[BadRecord]]:
+        """`load()` once per benchmark object: the run id's data fingerprint and the run that
+        follows read the same samples (and the release files only once)."""
+        cached = getattr(self, "_loaded", None)
+        if cached is None:
+            cached = self._loaded = self.load()
+        return cached
 
     # ---- optional steps: data validation, scoring saved predictions, submissions ------------------
 
@@ -199,5 +216,5 @@ def read_prediction_lines(
     return pairs
 
 
-BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", base=Benchmark, group="lvu.benchmarks")  # + plugins: docs/plugins.md
 register_benchmark = BENCHMARKS.register

@@ -210,7 +210,7 @@ class JsonlBenchmark(Benchmark):
     def plan(self, sample: Sample, duration: float) -> InputPlan:
         return InputPlan(
             timestamps=Uniform(n=n).timestamps(duration, 0.0) if (n := self.settings["frames"]) else [],
-            subtitle_mode=self.settings["subtitles"] if sample.subtitles is not None else "none",
+            subtitle_mode=self.settings["subtitles"],  # cues: the sample's subtitle file, else --asr's transcript
             resize=self.settings["resize"],
         )
 

@@ -29,7 +29,8 @@ Protocol. The official repo has no evaluation code, prompt or GEM release (resea
   [inference]. "1fps" (alias "all") = the paper's "all frames" (t = 0, 1, 2, ...), "center" the
   middle frame (single-frame rows), "first", 0 = blind (QAD-only). `neptune-asr` uses "1fps".
 - ASR (`subtitles`, "all" in neptune-asr): the whole transcript, cues interleaved with the frames
-  by time (the paper gives no layout; Neptune ships no ASR, bring a YouTube/Whisper transcript).
+  by time (the paper gives no layout; Neptune ships no ASR, bring a YouTube/Whisper transcript;
+  with `lvu run --asr` a video without one in asr/ gets Whisper's, else the sample fails).
 - prompt (`prompt`): the paper's templates verbatim (PROMPTS). Default "gemini", the only one the
   paper gives for its reference model (C.5.1); "video-llava", "videollama2", "minigpt4-video",
   "ma-lmm", "blip2". The paper does not say how options are written: lvu writes one per line,
@@ -392,8 +393,8 @@ class Neptune(Benchmark):
         if self.settings["subtitles"] != "none":
             asr = self.settings.get("asr_dir") or (root / "asr" if root else None)
             if asr is None:
-                raise LvuError(f"{self.name}: Neptune ships no ASR — pass --set asr_dir=DIR "
-                               "holding <video_id>.srt|.vtt|.json")
+                raise LvuError(f"{self.name}: Neptune ships no ASR — pass --set asr_dir=DIR holding "
+                               "<video_id>.srt|.vtt|.json (with --asr, Whisper transcribes the ones missing)")
             asr_dir = Path(asr).expanduser()
         subset = self.settings["subset"]
         members = self._memberships(root) if subset == "full" and root else {}
@@ -464,8 +465,8 @@ class Neptune(Benchmark):
             if clip and duration > MAX_SECONDS:
                 total = min(total, math.floor(MAX_SECONDS * fps))
             times = [i / fps for i in Lmms(n=max(1, frames)).frame_indices(total, fps)]
-        mode = self.settings["subtitles"] if sample.subtitles is not None else "none"
-        return InputPlan(timestamps=times, subtitle_mode=mode, resize=self.settings["resize"])
+        # the transcript: asr/<id> when it is there, else (with --asr) Whisper's (runs/asr_use.py)
+        return InputPlan(timestamps=times, subtitle_mode=self.settings["subtitles"], resize=self.settings["resize"])
 
     def prompt_text(self, sample: Sample) -> str:
         """The text after the frames (and transcript), exactly as the model receives it."""

@@ -513,7 +513,7 @@ class VideoMME(Benchmark):
 
     def plan(self, sample: Sample, duration: float) -> InputPlan:
         mode = self.settings["subtitles"]
-        if self.compat == "lmms-eval" or sample.subtitles is None or mode == "none":
+        if self.compat == "lmms-eval" or mode == "none":
             engine_mode = "none"  # lmms-eval re-reads the .srt itself (build_prompt)
         else:
             engine_mode = "covering" if mode == "covering" else "all"  # per-frame: selected in build_prompt

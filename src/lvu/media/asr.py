@@ -101,6 +101,20 @@ def resolve_model(model: str | Path | None = None) -> Path:
     return path
 
 
+def check_installed(model: str | Path | None = None) -> Path:
+    """Fail fast, in one line, where transcription cannot work: faster-whisper missing or no model
+    directory (what `lvu run --asr` checks before it starts). Returns the model directory."""
+    from importlib.util import find_spec
+
+    try:
+        found = find_spec("faster_whisper") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        found = False
+    if not found:
+        raise LvuError(f"--asr needs faster-whisper, which is not installed — {_INSTALL}")
+    return resolve_model(model)
+
+
 def _model_identity(path: Path) -> str:
     """Content identity of a model directory: its weights' fingerprint and its config."""
     from lvu.media.cache import video_fingerprint  # generic, memoised

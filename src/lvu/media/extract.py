@@ -130,8 +130,9 @@ def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: 
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from lvu.runs.progress import LoggedProgress
 
     cache = cache if cache is not None else FrameCache()
     groups: dict[str, list[tuple[float, ...] | str]] = {}
@@ -144,12 +145,12 @@ def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: 
     threads = max(1, (os.cpu_count() or 1) // workers)
     summary = WarmSummary(videos=0, frames=0, seconds=0.0)
     start = time.perf_counter()
-    bar = Progress(
+    bar = LoggedProgress(
         TextColumn("[bold]warming frame cache"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[frames]} frames, {task.fields[rate]}"), TextColumn("errors {task.fields[errors]}"),
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not progress,
     )
-    task = bar.add_task("warm", total=len(groups), frames=0, rate="", errors=0)
+    task = bar.add_task("warming frame cache", total=len(groups), frames=0, rate="", errors=0)
 
     def record(path: str, result: tuple[int, int, int, str | None]) -> None:
         entries, frames, hits, error = result

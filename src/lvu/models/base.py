@@ -18,6 +18,9 @@ class Model(ABC):
     """Arguments that cannot change answers (retries, timeouts, caching, concurrency): left out
     of the run id, so re-running with e.g. more retries resumes the same run."""
 
+    refresh: bool = False
+    """Set by `bypass_cache()`: every answer is recomputed, none is read from a response cache."""
+
     def __init__(self, **args: Any) -> None:
         self.args = args
 
@@ -30,9 +33,28 @@ class Model(ABC):
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         """Answer one prompt. Errors are returned in Response.error, not raised."""
 
+    def bypass_cache(self) -> None:
+        """Recompute every answer from now on (`--fresh`): read nothing from a response cache — a
+        different model may now serve the same name or URL — but still write the fresh answers.
+        Passed on to the models a wrapper holds (probes' base, socratic's captioner/answerer)."""
+        self.refresh = True
+        for inner in self.wrapped():
+            inner.bypass_cache()
+
+    async def preflight(self) -> None:
+        """Called once before a run: raise a one-line LvuError now when the model cannot be
+        reached (e.g. nothing listens at an API's base_url) instead of failing every sample after
+        its retries. Default: check the wrapped models (local models have nothing to check)."""
+        for inner in self.wrapped():
+            await inner.preflight()
+
+    def wrapped(self) -> list[Model]:
+        """The models this one wraps (attributes that are models)."""
+        return [v for v in vars(self).values() if isinstance(v, Model)]
+
     async def close(self) -> None:
         """Release resources (clients, processes)."""
 
 
-MODELS: Registry[Model] = Registry("model")
+MODELS: Registry[Model] = Registry("model", base=Model, group="lvu.models")  # + plugins: docs/plugins.md
 register_model = MODELS.register

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from lvu.errors import LvuError
+from lvu.args import as_int, check_known
 from lvu.models.base import Model, register_model
 from lvu.types import LETTERS, Prompt, Response
 
@@ -20,10 +20,8 @@ class RandomChoice(Model):
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
-        unknown = set(args) - {"seed"}
-        if unknown:
-            raise LvuError(f"random has no argument(s) {', '.join(sorted(unknown))}; known: seed")
-        self.seed = int(args.get("seed", 0))
+        check_known("random", args, {"seed"})
+        self.seed = as_int("random", "seed", args.get("seed", 0))
 
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         n = len(prompt.choices)

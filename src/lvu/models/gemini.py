@@ -15,7 +15,8 @@ application-default credentials instead.
 429 / 5xx / timeouts / connection errors are retried with exponential backoff and jitter,
 waiting what the server asks (Retry-After, or Google's RetryInfo `retryDelay`). Successful
 responses are cached on disk keyed by a hash of the request (pixels included), so an identical
-request is never paid for twice. Concurrency is the run's `--concurrency`.
+request is never paid for twice (`--fresh` reads none of it). Concurrency is the run's
+`--concurrency`. Before a run, `preflight()` checks that the API host answers at all.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from lvu import args as _args
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
 from lvu.models.retry import (
+    PREFLIGHT_TIMEOUT,
+    check_reachable,
     parse_retry_after,
     retry_after_from_headers,
     retryable_status,
@@ -42,6 +46,7 @@ from lvu.models.retry import (
 from lvu.types import Frame, Prompt, Response, as_rgb
 
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+GEMINI_URL = "https://generativelanguage.googleapis.com"
 PREFIX_MODES = ("user", "model")
 MEDIA_RESOLUTIONS = ("low", "medium", "high")
 DEFAULTS: dict[str, Any] = {
@@ -179,6 +184,16 @@ def is_retryable(e: BaseException) -> bool:
     return any(c.__name__ in _TRANSIENT for c in type(e).__mro__)
 
 
+_UNREACHABLE = {"ConnectError", "ConnectTimeout", "RemoteProtocolError", "ClientConnectorError",
+                "ServerDisconnectedError", "ConnectionTimeoutError", "ConnectionError"}
+
+
+def is_unreachable(e: BaseException) -> bool:
+    """A connection-level failure (refused, dropped, unknown host, connect timeout; httpx or
+    aiohttp), not an API error nor a slow answer."""
+    return any(c.__name__ in _UNREACHABLE for c in type(e).__mro__)
+
+
 def retry_after(e: BaseException) -> float | None:
     """What the server asks to wait: `retry-after-ms` / `Retry-After` headers, else the
     RetryInfo `retryDelay` ('30s') in a Google error body."""
@@ -236,25 +251,14 @@ def parse_response(resp: Any) -> Response:
 
 
 def _number(name: str, value: Any, kind: type = float, low: float | None = None) -> Any:
-    try:
-        out = kind(value)
-        if isinstance(value, bool) or (kind is int and float(value) != out):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise LvuError(f"gemini: {name}={value!r} is not a{'n integer' if kind is int else ' number'}") from None
-    if low is not None and out < low:
-        raise LvuError(f"gemini: {name}={value!r} must be at least {low}")
-    return out
+    """The shared converters of lvu.args (one-line errors naming the argument)."""
+    if kind is int:
+        return _args.as_int("gemini", name, value, None if low is None else int(low))
+    return _args.as_float("gemini", name, value, low)
 
 
 def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ("true", "1", "yes"):
-        return True
-    if str(value).lower() in ("false", "0", "no"):
-        return False
-    raise LvuError(f"gemini: {name}={value!r} — use true or false")
+    return _args.as_bool("gemini", name, value)
 
 
 @register_model("gemini")
@@ -271,10 +275,7 @@ class Gemini(Model):
         if "api_key" in args:
             raise LvuError("gemini: do not pass api_key as a model argument (it would be stored with the run) — "
                            "set GEMINI_API_KEY, or api_key_env=NAME to read another variable")
-        unknown = set(args) - set(DEFAULTS) - {"model"}
-        if unknown:
-            raise LvuError(f"gemini has no argument(s) {', '.join(sorted(unknown))}; known: model, "
-                           + ", ".join(sorted(DEFAULTS)))
+        _args.check_known("gemini", args, {"model", *DEFAULTS})
         if not args.get("model"):
             raise LvuError("gemini needs the model name: --model-arg model=NAME (e.g. gemini-2.5-flash)")
         _types()  # fail now, with the install hint, when the SDK is missing
@@ -310,7 +311,7 @@ class Gemini(Model):
         self.backoff = _number("backoff", a["backoff"], low=0)
         self.backoff_max = _number("backoff_max", a["backoff_max"], low=0)
         self.project, self.location = a["project"], a["location"]
-        self.cache = ResponseCache(resolve_cache_dir(a["cache"], "responses"))
+        self.cache = ResponseCache(resolve_cache_dir(a["cache"], "responses", owner="gemini"))
         self._sleep = asyncio.sleep  # tests replace it to see the waits
         self.base_url = a["base_url"]
         self._httpx_client_factory: Any = None
@@ -415,7 +416,7 @@ class Gemini(Model):
                 stand_in = self.video_part(f"lvu-video:{ident}", mime, fps)
             # JPEG encoding and hashing off the event loop, so other requests keep flowing
             contents, config, key = await asyncio.to_thread(self._prepare, prompt, video, stand_in)
-            if (hit := self.cache.get(key)) is not None:
+            if not self.refresh and (hit := self.cache.get(key)) is not None:
                 return hit.model_copy(update={"latency": time.perf_counter() - t0})
             aio = self._client_for_loop()
             resp = await with_retries(
@@ -425,11 +426,21 @@ class Gemini(Model):
         except LvuError as e:
             return Response(error=str(e), latency=time.perf_counter() - t0)
         except Exception as e:  # exhausted retries or a non-retryable API error: this sample fails
-            return Response(error=f"gemini: {describe_error(e)}", latency=time.perf_counter() - t0)
+            return Response(error=f"gemini: {describe_error(e)}", latency=time.perf_counter() - t0,
+                            unreachable=is_unreachable(e))
         response = parse_response(resp)
         response.latency = time.perf_counter() - t0
         self.cache.put(key, response)
         return response
+
+    async def preflight(self) -> None:
+        """One GET of the API host (no key sent; any HTTP answer will do). Vertex AI is not
+        checked: its host depends on the location and credentials."""
+        if self.vertexai:
+            return
+        client = self._httpx_client_factory() if self._httpx_client_factory is not None else None
+        await check_reachable(self.base_url or GEMINI_URL, "/", who="gemini", client=client,
+                              timeout=min(self.timeout, PREFLIGHT_TIMEOUT), hint="check the network, or base_url")
 
     async def close(self) -> None:
         if self._client is not None:

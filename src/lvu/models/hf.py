@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lvu.args import as_bool, as_dict, as_float, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.types import Frame, Prompt, Response, Subtitle, Text, as_rgb
@@ -115,19 +116,24 @@ class HFModel(Model):
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
-        unknown = set(args) - set(ARGS)
-        if unknown:
-            raise LvuError(f"hf has no argument(s) {', '.join(sorted(unknown))}; known: {', '.join(ARGS)}")
+        check_known("hf", args, ARGS)
         if not args.get("model"):
             raise LvuError("hf needs the model: -a model=<local directory or hub id>, e.g. "
                            "-a model=Qwen/Qwen2-VL-7B-Instruct")
         self.model_id = str(args["model"])
-        self.batch_size = max(1, int(args.get("batch_size", 1)))
-        self.batch_wait = float(args.get("batch_wait", 0.05))
-        self.want_logprobs = bool(args.get("logprobs", False))
-        self.top_logprobs = int(args.get("top_logprobs", 5))
-        self.max_new_tokens = int(args["max_new_tokens"]) if args.get("max_new_tokens") else None
-        self.seed = args.get("seed")
+        # Every typed argument is converted here, before torch loads (lvu.args: one-line errors).
+        self.batch_size = as_int("hf", "batch_size", args.get("batch_size", 1), 1)
+        self.batch_wait = as_float("hf", "batch_wait", args.get("batch_wait", 0.05), 0)
+        self.want_logprobs = as_bool("hf", "logprobs", args.get("logprobs", False))
+        self.top_logprobs = as_int("hf", "top_logprobs", args.get("top_logprobs", 5), 0)
+        self.max_new_tokens = (as_int("hf", "max_new_tokens", args["max_new_tokens"], 1)
+                               if args.get("max_new_tokens") else None)
+        self.seed = None if args.get("seed") is None else as_int("hf", "seed", args["seed"])
+        self.trust_remote_code = as_bool("hf", "trust_remote_code", args.get("trust_remote_code", False))
+        if str(args.get("dtype", "auto")) not in ("auto", *DTYPES):
+            raise LvuError(f"hf: unknown dtype {args['dtype']!r}; use auto, {', '.join(sorted(set(DTYPES.values())))}")
+        if args.get("processor_kwargs") is not None:
+            as_dict("hf", "processor_kwargs", args["processor_kwargs"])
         try:
             import torch  # noqa: F401
             import transformers  # noqa: F401
@@ -149,7 +155,7 @@ class HFModel(Model):
         import transformers
         from transformers import AutoConfig, AutoModelForImageTextToText
 
-        trust = bool(self.args.get("trust_remote_code", False))
+        trust = self.trust_remote_code
         try:
             config = AutoConfig.from_pretrained(self.model_id, trust_remote_code=trust)
         except (OSError, ValueError) as e:
@@ -158,9 +164,7 @@ class HFModel(Model):
         self.model_type = getattr(config, "model_type", "?")
         kwargs: dict[str, Any] = {"trust_remote_code": trust}
         dtype = str(self.args.get("dtype", "auto"))
-        if dtype != "auto":
-            if dtype not in DTYPES:
-                raise LvuError(f"hf: unknown dtype {dtype!r}; use auto, {', '.join(sorted(set(DTYPES.values())))}")
+        if dtype != "auto":  # checked in __init__
             kwargs["dtype"] = getattr(torch, DTYPES[dtype])
         else:
             kwargs["dtype"] = "auto"

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from lvu.args import as_cache, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.paths import cache_dir as default_cache_dir
@@ -387,15 +388,13 @@ class OcrMatch(Model):
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
-        unknown = set(args) - {"threads", "cache"}
-        if unknown:
-            raise LvuError(f"ocr-match has no argument(s) {', '.join(sorted(unknown))}; known: cache, threads")
+        check_known("ocr-match", args, {"threads", "cache"})
+        threads = as_int("ocr-match", "threads", args.get("threads") or 0, 0, hint="0 (the default) means min(4, CPUs)")
+        cache = as_cache("ocr-match", "cache", args.get("cache", True))
         if importlib.util.find_spec("rapidocr") is None:
             raise LvuError("ocr-match needs rapidocr and onnxruntime: pip install 'lvu[ocr]'")
-        threads = int(args.get("threads") or min(4, os.cpu_count() or 1))
-        cache = args.get("cache", True)
-        cache_path = None if cache in (False, "false", "none") else (
-            default_cache_dir("ocr") if cache in (True, "true", None) else Path(cache))
+        threads = threads or min(4, os.cpu_count() or 1)
+        cache_path = None if cache is False else default_cache_dir("ocr") if cache is True else cache
         self.reader = OcrReader(cache_path, threads)
 
     @property

@@ -15,7 +15,8 @@ server says (at most `max_wait`). Other failures (context length, other 4xx, ref
 filter, empty replies) come back at once as a one-line `Response.error`. Successful responses are
 cached on disk by the shared `lvu.models.response_cache.ResponseCache` (`cache_dir("responses")`),
 keyed by a hash of the base URL and the exact request body, so an identical request is never paid
-for twice. See docs/models/openai.md for every argument.
+for twice; `--fresh` (`bypass_cache()`) reads none of it. Before a run, `preflight()` sends one
+GET {base_url}/models, so a dead endpoint is one line at once. See docs/models/openai.md.
 """
 
 from __future__ import annotations
@@ -36,11 +37,19 @@ from typing import Any
 
 import numpy as np
 
+from lvu import args as _args
 from lvu.errors import LvuError
 from lvu.models import response_cache
 from lvu.models.base import Model, register_model
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
-from lvu.models.retry import retry_after_from_headers, retryable_status, with_retries
+from lvu.models.retry import (
+    PREFLIGHT_TIMEOUT,
+    check_reachable,
+    error_chain,
+    retry_after_from_headers,
+    retryable_status,
+    with_retries,
+)
 from lvu.types import Frame, Prompt, Response, as_rgb
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -184,6 +193,19 @@ def is_retryable(e: BaseException) -> bool:
     return isinstance(e, openai.APIConnectionError)  # includes APITimeoutError
 
 
+def is_unreachable(e: BaseException) -> bool:
+    """A connection-level failure (refused, dropped, unknown host, connect timeout), not an HTTP
+    error nor a slow answer (a read timeout): the endpoint itself is not answering."""
+    import openai
+
+    if not isinstance(e, openai.APIConnectionError):
+        return False
+    if not isinstance(e, openai.APITimeoutError):
+        return True
+    # the aiohttp transport reports refused / dropped connections as (connect) timeouts
+    return any("Connect" in type(x).__name__ or "Disconnect" in type(x).__name__ for x in error_chain(e)[1:])
+
+
 def _hinted_wait(e: BaseException) -> float | None:
     response = getattr(e, "response", None)
     return retry_after(response.headers) if response is not None else None
@@ -208,23 +230,14 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 def _as_bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.lower() in ("true", "1", "yes")
-    raise LvuError(f"openai: {name}={value!r} is not true/false")
+    return _args.as_bool("openai", name, value)
 
 
 def _as_number(name: str, value: Any, kind: type = float, low: float | None = None) -> Any:
-    try:
-        out = kind(value)
-    except (TypeError, ValueError):
-        raise LvuError(f"openai: {name}={value!r} is not a {'whole ' if kind is int else ''}number") from None
-    if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
-        raise LvuError(f"openai: {name}={value!r} is not a {'whole ' if kind is int else ''}number")
-    if low is not None and out < low:
-        raise LvuError(f"openai: {name}={value!r} must be at least {low:g}")
-    return out
+    """The shared converters of lvu.args (one-line errors naming the argument)."""
+    if kind is int:
+        return _args.as_int("openai", name, value, None if low is None else int(low))
+    return _args.as_float("openai", name, value, low)
 
 
 # ---- the backend -----------------------------------------------------------------------------------
@@ -243,10 +256,7 @@ class OpenAICompat(Model):
         if "api_key" in args:
             raise LvuError("openai: do not pass api_key as a model argument (it would be stored with the run) — "
                            "set OPENAI_API_KEY, or api_key_env=NAME to read another variable")
-        unknown = set(args) - set(DEFAULTS) - {"model"}
-        if unknown:
-            raise LvuError(f"openai has no argument(s) {', '.join(sorted(unknown))}; known: model, "
-                           + ", ".join(sorted(DEFAULTS)))
+        _args.check_known("openai", args, {"model", *DEFAULTS})
         if not args.get("model"):
             raise LvuError("openai needs the model name: --model-arg model=NAME (e.g. gpt-4o, or the id vLLM serves)")
         a = {**DEFAULTS, **args}
@@ -339,6 +349,13 @@ class OpenAICompat(Model):
                 raise LvuError("openai: http=aiohttp needs the SDK's aiohttp extra — pip install 'openai[aiohttp]'") from None
             return {}
 
+    async def preflight(self) -> None:
+        """GET {base_url}/models once: any HTTP answer will do (even 401/404, e.g. a server with no
+        such route); only a connection that fails or stays silent is an error."""
+        auth = {"Authorization": f"Bearer {self._key}"} if self._key != "EMPTY" else {}
+        await check_reachable(self.base_url, "/models", who="openai", headers=auth,
+                              timeout=min(self.timeout, PREFLIGHT_TIMEOUT))
+
     async def close(self) -> None:
         if self._client is not None:
             try:
@@ -380,7 +397,7 @@ class OpenAICompat(Model):
         except Exception as e:  # a frame that cannot be encoded fails its sample only
             return Response(error=f"openai: cannot encode the prompt: {type(e).__name__}: {e}")
         key = request_key(self.base_url, body) if self.responses.root is not None else None
-        if key and (hit := self.responses.get(key)) is not None:
+        if key and not self.refresh and (hit := self.responses.get(key)) is not None:
             return hit
         client = self._ensure_client()
         if self._sem is not None:
@@ -418,7 +435,7 @@ class OpenAICompat(Model):
                                       max_wait=self.max_wait, min_fraction=0.5, rng=self._rng, sleep=self._sleep,
                                       on_retry=count)
         except (openai.APIStatusError, openai.APIConnectionError) as e:  # not retryable, or retries exhausted
-            return Response(error=self._describe(e, retries))
+            return Response(error=self._describe(e, retries), unreachable=is_unreachable(e))
         except Exception as e:  # malformed responses and the like: this sample only
             return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
 

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lvu.args import as_int
 from lvu.errors import LvuError
 from lvu.models.base import MODELS, Model, register_model
 from lvu.types import Frame, Prompt, Response, Subtitle, Text, as_rgb
@@ -207,15 +208,15 @@ class Socratic(Model):
         cap_name, cap_args = split_role_args(args, "captioner")
         ans_name, ans_args = split_role_args(args, "answerer")
         self.caption_prompt = str(args.get("caption_prompt") or CAPTION_PROMPT)
-        self.caption_max_tokens = int(args.get("caption_max_tokens", 96))
+        self.caption_max_tokens = as_int("socratic", "caption_max_tokens", args.get("caption_max_tokens", 96), 1)
+        self.caption_concurrency = as_int("socratic", "caption_concurrency", args.get("caption_concurrency", 8), 1)
         self.captioner: Any = _OcrCaptioner(cap_args) if cap_name == "ocr" else build_model(cap_name, cap_args)  # type: ignore[arg-type]
         self.answerer = build_model(ans_name, ans_args)  # type: ignore[arg-type]
         from lvu.models.response_cache import resolve_cache_dir
 
-        self.cache_root: Path | None = resolve_cache_dir(args.get("cache", True), "captions")
+        self.cache_root: Path | None = resolve_cache_dir(args.get("cache", True), "captions", owner="socratic")
         if cap_name == "ocr":
             self.cache_root = None  # the OCR reader keeps its own cache
-        self.caption_concurrency = max(1, int(args.get("caption_concurrency", 8)))
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self.memory: OrderedDict[str, str] = OrderedDict()
         self.pending: dict[str, asyncio.Future] = {}
@@ -244,7 +245,7 @@ class Socratic(Model):
         if key in self.memory:
             self.memory.move_to_end(key)
             return self.memory[key]
-        path = self._disk(key)
+        path = None if self.refresh else self._disk(key)  # --fresh: captions made in this run only
         if path is not None:
             try:
                 self.memory[key] = path.read_text()
@@ -267,6 +268,10 @@ class Socratic(Model):
             os.replace(tmp, path)
         except OSError:
             tmp.unlink(missing_ok=True)
+
+    def bypass_cache(self) -> None:
+        super().bypass_cache()
+        self.memory.clear()
 
     async def caption(self, frame: Frame) -> str:
         """One frame's caption (an identical frame already captioned, or in flight, is reused)."""

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from lvu.args import as_cache
 from lvu.paths import cache_dir
 from lvu.types import Response
 
@@ -42,14 +43,13 @@ def request_key(request: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def resolve_cache_dir(setting: Any, *parts: str) -> Path | None:
-    """A backend's `cache` argument: True/None -> the default dir `<cache>/<parts>`,
-    False/'false'/'none' -> no cache, anything else -> that directory."""
-    if setting in (False, "false", "False", "none", "off", 0):
+def resolve_cache_dir(setting: Any, *parts: str, owner: str = "") -> Path | None:
+    """A backend's `cache` argument (`lvu.args.as_cache`): true/None -> the default dir
+    `<cache>/<parts>`, false/no/0/none/off in any case -> no cache, anything else -> that directory."""
+    cache = as_cache(owner, "cache", setting)
+    if cache is False:
         return None
-    if setting in (True, "true", "True", None, "", 1):
-        return cache_dir(*parts)
-    return Path(str(setting)).expanduser()
+    return cache_dir(*parts) if cache is True else cache
 
 
 class ResponseCache:

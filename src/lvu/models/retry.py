@@ -1,16 +1,22 @@
 """Retries for API backends: exponential backoff with jitter, honouring the server's
-Retry-After when it gives one. The one retry policy of the openai and gemini backends."""
+Retry-After when it gives one. The one retry policy of the openai and gemini backends. Also
+their pre-run reachability check (`check_reachable`)."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
 import random
+import re
+import socket
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+PREFLIGHT_TIMEOUT = 10.0
+"""Seconds the pre-run reachability check waits (at most: a refused connection fails at once)."""
 
 NO_RETRY_CODES = frozenset({"insufficient_quota"})
 """Error codes that come with a retryable status (429) but will not get better by waiting."""
@@ -100,3 +106,45 @@ async def with_retries(
                 on_retry(attempt + 1, e, delay)
             await sleep(delay)
             attempt += 1
+
+
+def error_chain(e: BaseException) -> list[BaseException]:
+    """The error and what caused it, outermost first."""
+    chain: list[BaseException] = []
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    return chain
+
+
+def connection_failure_reason(e: BaseException, timeout: float | None = None) -> str:
+    """Why a connection failed, in a few words ('connection refused', 'unknown host', ...)."""
+    chain = error_chain(e)
+    for x in chain:
+        if isinstance(x, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(x, socket.gaierror):
+            return "unknown host"
+        if isinstance(x, ConnectionResetError):
+            return "connection reset"
+    if any(isinstance(x, TimeoutError) or "Timeout" in type(x).__name__ for x in chain):
+        return f"no answer within {timeout:g} s" if timeout else "no answer in time"
+    root = chain[-1]
+    return re.sub(r"\s+", " ", str(root) or type(root).__name__).strip()[:200]
+
+
+async def check_reachable(base_url: str, path: str, *, who: str, timeout: float = PREFLIGHT_TIMEOUT,
+                          headers: dict[str, str] | None = None, client: Any = None,
+                          hint: str = "is the server running? check base_url") -> None:
+    """One GET of `base_url + path` before a run. Any HTTP answer (even 401 or 404) means a server
+    is there; a refused connection, an unknown host or no answer within `timeout` raises a
+    one-line LvuError naming `base_url`. `client`: an httpx.AsyncClient to use (and close)."""
+    import httpx
+
+    from lvu.errors import LvuError
+
+    try:
+        async with client or httpx.AsyncClient() as http:
+            await http.get(base_url.rstrip("/") + path, headers=headers or {}, timeout=timeout)
+    except (httpx.TransportError, httpx.InvalidURL, OSError) as e:
+        raise LvuError(f"{who}: cannot reach {base_url}: {connection_failure_reason(e, timeout)} — {hint}") from None

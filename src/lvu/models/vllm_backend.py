@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from lvu.args import as_bool, as_choice, as_dict, as_float, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.types import Frame, Prompt, Response, as_rgb
@@ -84,6 +85,27 @@ def _import_vllm() -> Any:
     return vllm
 
 
+def typed_args(a: dict[str, Any]) -> dict[str, Any]:
+    """The arguments converted by lvu.args (so trust_remote_code=False is False): one-line errors."""
+    out = dict(a)
+    out["images"] = as_choice("vllm", "images", a["images"], IMAGE_MODES)
+    out["prefix"] = as_choice("vllm", "prefix", a["prefix"], PREFIX_MODES)
+    for name in ("trust_remote_code", "enforce_eager"):
+        out[name] = as_bool("vllm", name, a[name])
+    for name, low in (("quality", 1), ("max_images", 1), ("tensor_parallel_size", 1), ("max_batch", 1),
+                      ("seed", None), ("max_tokens", 1), ("max_model_len", 1), ("max_num_seqs", 1)):
+        out[name] = None if a[name] is None else as_int("vllm", name, a[name], low)
+    out["logprobs"] = None if a["logprobs"] in (None, False) else as_int("vllm", "logprobs", a["logprobs"], 0)
+    out["temperature"] = None if a["temperature"] is None else as_float("vllm", "temperature", a["temperature"], 0)
+    out["gpu_memory_utilization"] = as_float("vllm", "gpu_memory_utilization", a["gpu_memory_utilization"],
+                                             above=0, high=1)
+    out["batch_wait_ms"] = as_float("vllm", "batch_wait_ms", a["batch_wait_ms"], 0)
+    for name in ("mm_processor_kwargs", "engine_args"):
+        if a[name] is not None:
+            as_dict("vllm", name, a[name])
+    return out
+
+
 @dataclass
 class _Job:
     messages: list[dict[str, Any]]
@@ -100,24 +122,13 @@ class Vllm(Model):
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
-        unknown = set(args) - set(DEFAULTS) - {"model"}
-        if unknown:
-            raise LvuError(f"vllm has no argument(s) {', '.join(sorted(unknown))}; known: model, "
-                           + ", ".join(sorted(DEFAULTS)))
+        check_known("vllm", args, {"model", *DEFAULTS})
         if not args.get("model"):
             raise LvuError("vllm needs the model: --model-arg model=PATH_OR_HUB_ID")
-        a = {**DEFAULTS, **args}
-        if a["images"] not in IMAGE_MODES:
-            raise LvuError(f"vllm: images={a['images']!r} — use one of {', '.join(IMAGE_MODES)}")
-        if a["prefix"] not in PREFIX_MODES:
-            raise LvuError(f"vllm: prefix={a['prefix']!r} — use one of {', '.join(PREFIX_MODES)}")
-        for name in ("mm_processor_kwargs", "engine_args"):
-            if a[name] is not None and not isinstance(a[name], dict):
-                raise LvuError(f"vllm: {name} must be a JSON object, e.g. {name}='{{\"key\": 1}}'")
-        self.a = a
+        self.a = a = typed_args({**DEFAULTS, **args})
         self.model = str(a["model"])
-        self.max_batch = max(1, int(a["max_batch"]))
-        self.batch_wait = max(0.0, float(a["batch_wait_ms"]) / 1000)
+        self.max_batch = a["max_batch"]
+        self.batch_wait = a["batch_wait_ms"] / 1000
         self._vllm = _import_vllm()
         self.llm = self._load()
         self._queue: asyncio.Queue[_Job] | None = None

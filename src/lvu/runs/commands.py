@@ -21,6 +21,11 @@ def _label(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
+def _pct(score: float | None) -> str:
+    """A score cell: '' when there is none (not in this run, or NaN: nothing scored yet)."""
+    return "" if score is None or score != score else f"{score:.1f}"
+
+
 def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = None) -> Table:
     """One row per run: what differs between the runs, then samples, failed, scores, run id."""
     from lvu.runs.sweep import headline
@@ -45,7 +50,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
     for col in (*columns, *shown, "samples", "failed"):
         table.add_column(col, justify="right" if col in ("samples", "failed", "frames", "fps", "resize") else "left")
     for name in score_names:
-        table.add_column("score %" if name == "all" else f"{name} %", justify="right")
+        table.add_column("score %" if name == "score" else f"{name} %", justify="right")
     table.add_column("run")
     for o, effective in zip(outcomes, settings):
         p = o.planned
@@ -59,7 +64,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
             continue
         scores = dict(headline(o.summary))
         table.add_row(*row, str(o.summary.n_total), str(o.summary.n_failed),
-                      *(f"{scores[n]:.1f}" if n in scores else "" for n in score_names), o.summary.run_id)
+                      *(_pct(scores.get(n)) for n in score_names), o.summary.run_id)
     return table
 
 
@@ -116,7 +121,7 @@ def sweep(
     name: Annotated[Optional[str], typer.Option(help="Sweep name recorded with every run (default: the axes, e.g. 'frames').")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML with a `sweep:` section (then only --limit, --concurrency, --fresh, --results-dir and --no-report apply).")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting for every point, KEY=VALUE (repeatable).")] = [],
-    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable; K1=V1,K2=V2 as in lvu run).")] = [],
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples of each run.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Samples in flight at once.")] = None,
@@ -129,10 +134,11 @@ def sweep(
     Example: lvu sweep -b haystack -m ocr-match --frames 8,16,32,64 --probe full,blind.
     Points reuse the frame cache and response caches; a point equal to an earlier run resumes it.
     """
-    from lvu.cli import parse_kv
+    from lvu.cli import check_limit, parse_kv
     from lvu.runs import spec_file
     from lvu.runs.sweep import axes_of, execute
 
+    check_limit(limit)
     overrides = {k: v for k, v in {"limit": limit, "concurrency": concurrency}.items() if v is not None}
     if config is not None:
         spec = spec_file.load(config)

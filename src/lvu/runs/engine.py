@@ -22,13 +22,22 @@ from typing import Any, Literal
 import lvu
 from lvu.benchmarks import load_all as _load_benchmarks
 from lvu.benchmarks.base import BENCHMARKS, Benchmark, Breakdown
-from lvu.errors import LvuError
+from lvu.errors import LvuError, SubtitleError
 from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
+from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, resolve_paths, reusable_ids, sample_digest
+from lvu.runs.asr_use import require_asr, warn_if_asr_unused
 from lvu.runs.judging import judge_env, judge_sample
-from lvu.runs.pipeline import DECODE_MODES, DecodeMode, ProcessDecoder, model_batch_size, run_pipeline
+from lvu.runs.pipeline import (
+    DECODE_MODES,
+    DecodeMode,
+    ProcessDecoder,
+    model_batch_size,
+    ready_models,
+    run_pipeline,
+)
 from lvu.runs.progress import PipelineProgress
 from lvu.runs.store import Store
 from lvu.scoring.judges import Judge
@@ -50,6 +59,12 @@ class RunSummary:
     """Stopped by Ctrl-C before every sample was done (the stored ones are kept; rerun to resume)."""
     stage_utilisation: dict[str, float] = field(default_factory=dict)
     """Per pipeline stage, the fraction of its slot-time spent on samples (1 - idle)."""
+    n_benchmark: int | None = None
+    """The benchmark's sample count; more than `n_total` when `--limit` ran only some of them."""
+
+    @property
+    def limited(self) -> bool:
+        return self.n_benchmark is not None and self.n_total < self.n_benchmark
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -82,17 +97,26 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     return spec, bench, model_cls(**(model_args or {}))
 
 
+def make_benchmark(benchmark: str, settings: dict[str, Any] | None = None) -> Benchmark:
+    """The benchmark object alone, paths resolved, no data read (for commands that make no run:
+    `lvu data check`, `lvu score`, `lvu frames`)."""
+    _load_benchmarks()
+    return BENCHMARKS.get(benchmark)(**resolve_paths(settings or {}))
+
+
 def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
                  model_args: dict[str, Any] | None = None, asr: bool = False) -> tuple[RunSpec, Benchmark, type[Model]]:
-    """`make_spec` without building the model (the Ray executor builds it on its replicas only)."""
-    _load_benchmarks()
+    """`make_spec` without building the model (the Ray executor builds it on its replicas only).
+    The spec's paths are absolute and it carries the data's fingerprint (runs/identity.py), so
+    other or edited data is another run; this reads the benchmark's samples (`bench.loaded()`)."""
     _load_models()
-    bench = BENCHMARKS.get(benchmark)(**(settings or {}))
+    bench = make_benchmark(benchmark, settings)
     model_cls = MODELS.get(model)
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
     args = {k: v for k, v in (model_args or {}).items() if k not in model_cls.run_neutral_args}
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
+    effective[FINGERPRINT_KEY] = data_fingerprint(*bench.loaded())
     if asr:  # transcripts stand in for missing subtitles: a different input, so a different run
         effective["asr"] = True
     spec = RunSpec(benchmark=benchmark, model=model, model_args=args, settings=effective)
@@ -123,8 +147,8 @@ def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[Sampl
     return results
 
 
-RUN_ONLY_SETTINGS = ("data_version", "asr")
-"""Keys make_spec adds to a spec's settings that are not benchmark settings."""
+RUN_ONLY_SETTINGS = ("data_version", FINGERPRINT_KEY, "asr", "import_sha256")
+"""Keys make_spec (and `lvu import`, runs/importer.py) add to a spec's settings that are not benchmark settings."""
 
 
 def benchmark_of(spec: RunSpec) -> Benchmark:
@@ -169,6 +193,8 @@ class _Prepared:
     result: SampleResult
     prompt: Prompt | None
     started: float
+    unreachable: bool = False
+    """Its model call never reached the endpoint (see pipeline.EndpointWatch)."""
 
 
 class Engine:
@@ -200,6 +226,8 @@ class Engine:
         self.processes = ProcessDecoder(self.decode_workers, frame_cache) if decode == "processes" and frame_cache else None
         self.frames = _MediaCache()
         self.cues = _MediaCache(size=64)
+        self.asr_cue_counts: dict[str, int] = {}
+        """Sample id -> cues its prompt got from the Whisper transcript (set by `prepare`)."""
         self.progress = PipelineProgress(0, enabled=False)  # replaced per run; counts stages for callers too
 
     # ---- media (runs in worker threads) ----------------------------------------------------------
@@ -227,10 +255,15 @@ class Engine:
 
             batch = self.frames.get(key, decode)
             frames = [Frame(image=img, timestamp=t) for img, t in zip(batch.data, batch.pts_seconds)]
+        # The plan names the mode the protocol wants *if* cues exist; their source is the sample's
+        # subtitle file, else (no file, or a named one that is missing) the transcript with --asr.
         cues: list[Subtitle] = []
         all_cues: list[Subtitle] | None = None
-        if plan.subtitle_mode != "none" and sample.subtitles is not None:
-            sub = sample.subtitles
+        sub, from_asr = sample.subtitles, False
+        has_file = sub is not None and Path(sub.path).exists()
+        if plan.subtitle_mode != "none" and sub is not None and (has_file or not self.asr):
+            if not has_file:
+                raise SubtitleError(f"{sub.path}: file not found — add it, or pass --asr to transcribe the audio")
             duration = sample.video.duration  # LongVideoBench: a cue with no end runs to the clip's end
             all_cues = self.cues.get((sub.path, sub.offset),
                                      lambda: load_cues(sub.path, offset=sub.offset, duration=duration))
@@ -238,8 +271,11 @@ class Engine:
             from lvu.media.asr import transcribe  # cached on disk per video content
 
             all_cues = self.cues.get(("asr", sample.video.path), lambda: transcribe(sample.video.path))
+            from_asr = True
         if all_cues is not None:
             cues = select_cues(all_cues, [f.timestamp for f in frames], plan.subtitle_mode)
+        if from_asr:  # stored with the record (prepare_sample): the run can tell whether --asr did anything
+            self.asr_cue_counts[sample.id] = len(cues)
         prompt = self.bench.build_prompt(sample, frames, cues)
         prompt.video = prompt.video or sample.video.path
         return prompt, [f.timestamp for f in frames]
@@ -249,7 +285,7 @@ class Engine:
     async def prepare_sample(self, sample: Sample) -> _Prepared:
         """Stage 1 (decode threads): plan, frames, cues, prompt. A failure is the sample's error."""
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer,
-                              n_options=len(sample.options) or None)
+                              n_options=len(sample.options) or None, sample_digest=sample_digest(sample))
         started = time.perf_counter()
         prompt = None
         with self.progress.stage("decode") as decoded:
@@ -259,6 +295,8 @@ class Engine:
                     await self._decode_in_process(sample)
                 prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample)
                 result.prompt, result.frame_timestamps = prompt.summary(), times
+                if (n_asr := self.asr_cue_counts.pop(sample.id, None)) is not None:
+                    result.prompt["asr_cues"] = n_asr  # cues from the Whisper transcript (runs/asr_use.py)
             except LvuError as e:
                 result.error = str(e)
             except Exception as e:  # one bad sample never kills a run
@@ -283,6 +321,7 @@ class Engine:
                 with self.progress.stage("model") as called:
                     response = await self.model.generate(item.prompt, sample_id=item.sample.id)
                     called.failed = bool(response.error)
+                item.unreachable = response.unreachable
                 result.response, result.latency = response.text, response.latency
                 if response.error:
                     raise LvuError(f"model error: {response.error}")
@@ -305,13 +344,17 @@ class Engine:
     async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
                   show_progress: bool = True, env: dict[str, Any] | None = None) -> RunSummary:
         """Run (or resume) `spec`; `env` adds entries to the stored environment (e.g. a sweep tag)."""
-        samples, bad = self.bench.load()
+        samples, bad = self.bench.loaded()
         ordinals = {s.id: i for i, s in enumerate(samples)}
         if limit is not None:
             samples = samples[:limit]
         judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
+        # Before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
+        stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples)
+        await ready_models(self.model, self.judge, fresh=fresh, model_has_work=any(s.id not in stored for s in samples))
         run_id = self.store.begin_run(spec, {**environment(self.model), **judged, **(env or {})}, fresh=fresh)
-        done = self.store.completed_ids(run_id)
+        self.store.set_total(run_id, len(ordinals) + len(bad))  # coverage, and `partial` for a --limit run
+        done = reusable_ids(self.store.completed_digests(run_id), samples)  # never a changed question's answer
         errors: list[tuple[str, str]] = []
         for i, record in enumerate(bad):
             self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
@@ -333,6 +376,9 @@ class Engine:
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = "interrupted"
             raise
+        except LvuError:  # e.g. pipeline.EndpointDown: stopped early, stored samples kept
+            status = "failed"
+            raise
         finally:
             self.store.finish_run(run_id, status)
             self.pool.shutdown(wait=False, cancel_futures=True)
@@ -348,6 +394,7 @@ class Engine:
             run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
             n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
             results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
+            n_benchmark=len(ordinals) + len(bad),
             stage_utilisation={name: self.progress.utilisation(name) for name in ("decode", "model")},
         )
 
@@ -369,6 +416,8 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
     samples, and with `llm_extract` maps replies without an option to one (runs/judging.py). The
     judge is not part of the run id; stored samples it has not judged yet are judged on resume.
     `executor="ray"` runs the same pipeline on a Ray cluster (lvu.runs.ray_executor, docs/ray.md)."""
+    if asr:  # before anything starts: a missing lvu[asr] is one line, not an error per sample
+        require_asr()
     if executor == "ray":
         from lvu.runs.ray_executor import run_on_ray
 
@@ -392,6 +441,8 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
 
             Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
             raise stop
+        if asr:
+            warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
         return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
                           show_progress=show_progress, limit=limit, report=report)
     finally:
@@ -412,15 +463,31 @@ def make_run_judge(judge: str | None, judge_args: dict[str, Any] | None, llm_ext
 def finish_run(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge | None, *, llm_extract: bool,
                concurrency: int, show_progress: bool, limit: int | None, report: bool) -> RunSummary:
     """After the pipeline (either executor): judge samples stored before without this judge, then
-    write the report."""
+    write the report — of exactly the samples this invocation covers. A `--limit` run writes
+    `reports/<run_id>-limit<K>.html` and never overwrites the run's full report."""
     if judge is not None:
         judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress, limit)
     if report:
         from lvu.analysis.report import write_report
 
         info = store.run(summary.run_id)
-        summary.report_path = write_report(info, store.results(summary.run_id), summary.tables, store.dir)
+        out, notes = None, []
+        if summary.limited:
+            out = store.dir / "reports" / f"{summary.run_id}-limit{limit}.html"
+            n_samples = len(bench.loaded()[0])
+            notes.append(f"--limit {limit}: this report covers the first {limit} of {n_samples} "
+                         f"samples; a run without --limit (or `lvu report {summary.run_id}`) reports the whole run")
+        summary.report_path = write_report(info, _in_scope(store, bench, summary.run_id, limit), summary.tables,
+                                           store.dir, out, notes=notes)
     return summary
+
+
+def _in_scope(store: Store, bench: Benchmark, run_id: str, limit: int | None) -> list[SampleResult]:
+    """The run's stored results for the samples an invocation covers (the first `limit`, and the
+    records that could not be read), as its summary tables were aggregated."""
+    samples, bad = bench.loaded()
+    keep = {s.id for s in samples[:limit]} | {b.id for b in bad}
+    return [r for r in store.results(run_id) if r.sample_id in keep]
 
 
 def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,
@@ -431,9 +498,7 @@ def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: 
     done = asyncio.run(judge_stored(store, summary.run_id, bench, judge, llm_extract=llm_extract,
                                     concurrency=concurrency, show_progress=show_progress, mode="lvu run"))
     if done.n_judged or done.n_failed:
-        samples, bad = bench.load()
-        keep = {s.id for s in samples[:limit]} | {b.id for b in bad}
-        results = [r for r in store.results(summary.run_id) if r.sample_id in keep]
+        results = _in_scope(store, bench, summary.run_id, limit)
         summary.tables = bench.aggregate(results)
         summary.errors = [(r.sample_id, r.error) for r in results if r.error]
         summary.n_failed = len(summary.errors)

@@ -19,9 +19,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from lvu.errors import LvuError
+from lvu.runs.progress import LoggedProgress
 from lvu.scoring.judges import Judge, Judgement, JudgeTask
 from lvu.types import Prediction, Response, Sample, SampleResult, Score
 
@@ -109,11 +110,14 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
                        fresh: bool = False, concurrency: int = 8, show_progress: bool = True,
                        mode: str = "lvu judge score") -> JudgeSummary:
     """Judge the stored samples of a run that need it, updating their records (each committed at
-    once). Samples judged by this same judge are skipped unless `fresh`. Records the judge in the
-    run's environment. The judge is closed at the end."""
+    once). Samples judged by this same judge are skipped unless `fresh` (which also bypasses the
+    judge's response cache). Records the judge in the run's environment. The judge is closed at
+    the end."""
     from lvu.runs.engine import grade
 
-    samples, _ = bench.load()
+    from lvu.runs.identity import sample_digest
+
+    samples, _ = bench.loaded()
     ordinals = {s.id: i for i, s in enumerate(samples)}
     by_id = {s.id: s for s in samples}
     summary = JudgeSummary()
@@ -122,14 +126,20 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
         sample = by_id.get(result.sample_id)
         if sample is None or not wants_judge(bench, sample, result, llm_extract=llm_extract):
             continue
+        if result.sample_digest is not None and result.sample_digest != sample_digest(sample):
+            continue  # answered another version of the question: never judged against this one
         if not fresh and judged_by(result, judge):
             summary.n_skipped += 1
             continue
         todo.append((sample, result))
+    if fresh:  # fresh judgements: no reply read from a response cache (maybe another model's)
+        judge.model.bypass_cache()
+    if todo:
+        await judge.model.preflight()  # a dead judge endpoint: one line now, not every sample's retries
     _record_judge(store, run_id, judge, llm_extract, mode)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                        TimeRemainingColumn(), disable=not show_progress or not todo)
+    progress = LoggedProgress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                              TimeRemainingColumn(), disable=not show_progress or not todo)
     bar = progress.add_task(f"judging {run_id}", total=len(todo), failed=0)
     gate = asyncio.Semaphore(max(1, concurrency))
 

@@ -4,7 +4,9 @@
 `decode_workers` decode tasks and `concurrency` model workers, stores each result the moment it
 completes, and handles Ctrl-C (first: stop taking samples, let those in the model finish within the
 grace; second: abandon them). `ProcessDecoder` is the `decode="processes"` back end: worker processes
-that decode into the shared on-disk frame cache, which the run then reads.
+that decode into the shared on-disk frame cache, which the run then reads. `ready_models` (before a
+run: --fresh and the reachability check) and `EndpointWatch` (stop when the endpoint is gone) serve
+the Ray executor too.
 """
 
 from __future__ import annotations
@@ -23,9 +25,56 @@ from lvu.types import Sample
 
 if TYPE_CHECKING:
     from lvu.runs.engine import Engine, _Prepared
+    from lvu.scoring.judges import Judge
 
 DecodeMode = Literal["threads", "processes"]
 DECODE_MODES = ("threads", "processes")
+DEAD_ENDPOINT_CALLS = 8
+"""Model calls in a row that never reached the endpoint (after their retries) that stop a run."""
+
+
+async def ready_models(model: Model | None, judge: Judge | None, *, fresh: bool, model_has_work: bool) -> None:
+    """Before a run: with `fresh`, the model and the judge recompute every answer (they read no
+    response cache, which may hold another model's answers under the same name or URL); then each
+    is checked to be reachable (`Model.preflight`: a one-line LvuError now, not every sample's
+    retries later). `model` None: checked elsewhere (the Ray replicas)."""
+    if fresh:
+        for m in (model, judge.model if judge is not None else None):
+            if m is not None:
+                m.bypass_cache()
+    if model is not None and model_has_work:
+        await model.preflight()
+    if judge is not None:
+        await judge.model.preflight()
+
+
+class EndpointDown(LvuError):
+    """The run stopped early: its model calls kept failing to reach the endpoint."""
+
+
+class EndpointWatch:
+    """Counts finished model calls; `saw` says stop once `limit` calls in a row (all of them when
+    the run has fewer) failed at the connection level (`Response.unreachable`: refused, dropped,
+    unknown host) with no answer in between: every other sample would wait out its retries and
+    fail the same way."""
+
+    def __init__(self, n_calls: int, limit: int = DEAD_ENDPOINT_CALLS) -> None:
+        self.limit = max(1, min(limit, n_calls))
+        self.in_a_row = 0
+        self.last_error = ""
+
+    def saw(self, unreachable: bool, error: str | None) -> bool:
+        if not unreachable:
+            self.in_a_row = 0
+            return False
+        self.in_a_row += 1
+        self.last_error = error or ""
+        return self.in_a_row >= self.limit
+
+    def error(self) -> EndpointDown:
+        return EndpointDown(f"stopped: the model endpoint is gone — the last {self.in_a_row} model call(s) could "
+                            f"not reach it ({self.last_error}); the samples answered so far are stored — run the "
+                            "same command again to resume once the endpoint is back")
 
 
 def model_batch_size(model: Model) -> int:
@@ -92,6 +141,8 @@ async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals
     to_prepare = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
     ready: asyncio.Queue[_Prepared | None] = asyncio.Queue(maxsize=engine.concurrency)
     answering: set[asyncio.Task] = set()
+    watch = EndpointWatch(len(todo))
+    gone: list[EndpointDown] = []
 
     async def decoder() -> None:
         for group in to_prepare:  # shared by the decode tasks; the loop runs one at a time
@@ -114,6 +165,13 @@ async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals
                 scored.failed = bool(result.error)
             if result.error:
                 errors.append((item.sample.id, result.error))
+            if item.prompt is not None and watch.saw(item.unreachable, result.error):
+                gone.append(watch.error())
+                stop.set()  # the calls still in flight hit the same dead endpoint: abandon them
+                for t in workers:
+                    if t is not asyncio.current_task():
+                        t.cancel()
+                return
 
     async def end_of_input() -> None:
         try:
@@ -162,3 +220,5 @@ async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals
     for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
         if not t.cancelled() and t.exception() is not None:
             raise t.exception()  # type: ignore[misc]
+    if gone:
+        raise gone[0]

@@ -40,7 +40,9 @@ from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
 from lvu.models.base import Model
 from lvu.runs.engine import RunSummary, environment, finish_run, grade, make_run_judge, resolve_spec
+from lvu.runs.identity import reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
+from lvu.runs.pipeline import EndpointDown, EndpointWatch, ready_models
 from lvu.runs.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.store import Store
@@ -145,6 +147,8 @@ class _Item:
     prompts: Any
     index: int
     started: float
+    unreachable: bool = False
+    """Its model call never reached the endpoint (pipeline.EndpointWatch)."""
 
 
 @dataclass
@@ -167,18 +171,24 @@ class RayExecutor:
 
     async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
                   show_progress: bool = True, env: dict[str, Any] | None = None) -> RunSummary:
-        samples, bad = self.bench.load()
+        samples, bad = self.bench.loaded()
         ordinals = {s.id: i for i, s in enumerate(samples)}
         if limit is not None:
             samples = samples[:limit]
         try:
-            identity, batch = await self._start_replicas()
+            identity, batch = await self._start_replicas(fresh)
+            # Checked before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
+            stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples)
+            if any(s.id not in stored for s in samples):
+                await self._preflight_replicas()
+            await ready_models(None, self.judge, fresh=fresh, model_has_work=False)  # the judge, on the driver
             # What produced the answers is the replicas' model: its identity stands in for the model.
             environment_ = environment(cast(Model, types.SimpleNamespace(identity=identity)))
             judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
             run_id = self.store.begin_run(spec, {**environment_, **judged, "executor": self._describe_cluster(),
                                                  **(env or {})}, fresh=fresh)
-            done = self.store.completed_ids(run_id)
+            self.store.set_total(run_id, len(ordinals) + len(bad))  # as the local engine: coverage, `partial`
+            done = reusable_ids(self.store.completed_digests(run_id), samples)  # as the local engine
             errors: list[tuple[str, str]] = []
             for i, record in enumerate(bad):
                 self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
@@ -215,6 +225,7 @@ class RayExecutor:
             n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
             results_dir=self.store.dir, errors=errors,
             stage_utilisation={name: progress.utilisation(name) for name in ("decode", "model")},
+            n_benchmark=len(ordinals) + len(bad),
         )
 
     # ---- replicas ---------------------------------------------------------------------------------
@@ -230,14 +241,15 @@ class RayExecutor:
                            "set num_gpus=0 for API/CPU models, or num_replicas=N to wait for an autoscaler")
         return int(gpus // self.options.num_gpus)
 
-    async def _start_replicas(self) -> tuple[dict[str, Any], int]:
-        """Place and build every replica; the first one's model identity and batch size."""
+    async def _start_replicas(self, fresh: bool = False) -> tuple[dict[str, Any], int]:
+        """Place and build every replica (`fresh`: their models read no response cache); the first
+        one's model identity and batch size."""
         opts = self.options
         actor_cls = self.ray.remote(ModelReplica).options(
             num_cpus=opts.num_cpus, num_gpus=opts.num_gpus, max_restarts=opts.max_restarts, max_task_retries=0)
         n = self._num_replicas()
         keep = 2 * max(1, self.concurrency) + 2  # groups a replica keeps resolved: about those in flight
-        self.replicas = [_Replica(i, actor_cls.remote(self.model_cls, self.model_args, keep)) for i in range(n)]
+        self.replicas = [_Replica(i, actor_cls.remote(self.model_cls, self.model_args, keep, fresh)) for i in range(n)]
         calls = [r.actor.info.remote() for r in self.replicas]
         try:
             infos = await asyncio.wait_for(asyncio.gather(*calls), opts.start_timeout)
@@ -253,6 +265,15 @@ class RayExecutor:
             if error is not None:
                 raise LvuError(error)
         return infos[0][0], infos[0][1]
+
+    async def _preflight_replicas(self) -> None:
+        """Each replica checks that its model is reachable from its node (a one-line LvuError)."""
+        try:
+            errors = await asyncio.gather(*(r.actor.preflight.remote() for r in self.replicas))
+        except self.ray.exceptions.RayError as e:
+            raise LvuError(f"a model replica failed its reachability check: {_describe(e)}") from None
+        if error := next((e for e in errors if e is not None), None):
+            raise LvuError(error)
 
     async def _still_alive(self, replica: _Replica) -> bool:
         """After a call failed because the replica's process died: is it back (restarted by Ray)?"""
@@ -328,6 +349,7 @@ class RayExecutor:
                         why = _describe(e)
                         results = [SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer,
                                                 n_options=len(s.options) or None,  # as Engine.prepare_sample
+                                                sample_digest=sample_digest(s),
                                                 error=f"{s.id}: decode task failed — {why}") for s in group]
                         prompts_ref = None
                     for stage, result in zip(stages, results, strict=True):
@@ -336,6 +358,8 @@ class RayExecutor:
                     await ready.put(_Item(sample, result, prompts_ref if result.error is None else None, i, started))
 
         n_stored = 0
+        watch = EndpointWatch(len(todo))
+        gone: list[EndpointDown] = []
 
         async def worker(replica: _Replica) -> None:
             nonlocal n_stored
@@ -355,6 +379,12 @@ class RayExecutor:
                 n_stored += 1
                 if result.error:
                     errors.append((item.sample.id, result.error))
+                if item.prompts is not None and watch.saw(item.unreachable, result.error):
+                    gone.append(watch.error())  # as the local pipeline: abandon the calls in flight
+                    for t in workers:
+                        if t is not asyncio.current_task():
+                            t.cancel()
+                    return
 
         async def end_of_input() -> None:
             try:
@@ -368,6 +398,8 @@ class RayExecutor:
         workers = [asyncio.create_task(worker(r)) for r in self.replicas for _ in range(per_replica)]
         try:
             await asyncio.wait(workers)  # they end at the end marker, or when their replica is gone
+            if gone:
+                raise gone[0]
             if n_stored < len(todo) and not any(r.alive for r in self.replicas):
                 raise LvuError(f"all {len(self.replicas)} model replicas died — the samples done so far are "
                                    "stored; run the same command again to resume")
@@ -391,6 +423,7 @@ class RayExecutor:
                     result.error = error
                 else:
                     assert response is not None
+                    item.unreachable = response.unreachable
                     result.response, result.latency = response.text, response.latency
                     if response.error:
                         raise LvuError(f"model error: {response.error}")
@@ -455,6 +488,10 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
                                concurrency=concurrency, frame_cache=frame_cache, asr=asr, judge=judge_obj,
                                llm_extract=llm_extract)
         summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
+        if asr:  # as the local executor: the records say whether the transcripts reached any prompt
+            from lvu.runs.asr_use import warn_if_asr_unused
+
+            warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
         return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
                           show_progress=show_progress, limit=limit, report=report)
     finally:

@@ -60,13 +60,16 @@ def prepare_group(bench_cls: type[Benchmark], settings: dict[str, Any], samples:
 class ModelReplica:
     """A model replica (run as a Ray async actor): builds the model from its class and arguments on
     its own node, then answers the prompts the driver sends, as many at once as it sends (the
-    driver keeps `concurrency` in flight per replica)."""
+    driver keeps `concurrency` in flight per replica). `fresh`: the model reads no response cache."""
 
-    def __init__(self, model_cls: type[Model], model_args: dict[str, Any], keep_groups: int) -> None:
+    def __init__(self, model_cls: type[Model], model_args: dict[str, Any], keep_groups: int,
+                 fresh: bool = False) -> None:
         self.model: Model | None = None
         self.error: str | None = None
         try:
             self.model = model_cls(**model_args)
+            if fresh:
+                self.model.bypass_cache()
         except LvuError as e:  # reported by `info`, so the driver can say it in one line
             self.error = str(e)
         except Exception as e:
@@ -79,6 +82,16 @@ class ModelReplica:
         if self.model is None:
             return None, 1, self.error
         return self.model.identity, model_batch_size(self.model), None
+
+    async def preflight(self) -> str | None:
+        """`Model.preflight` from this replica's node (what it reaches is what counts): None, or
+        the one-line error."""
+        assert self.model is not None, self.error
+        try:
+            await self.model.preflight()
+        except LvuError as e:
+            return str(e)
+        return None
 
     async def answer(self, group: list[Any], index: int, sample_id: str) -> tuple[Response | None, str | None]:
         """Answer prompt `index` of the decode task output `group[0]` (an ObjectRef, wrapped in a

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS runs (
     env      TEXT NOT NULL,
     created  REAL NOT NULL,
     updated  REAL NOT NULL,
-    status   TEXT NOT NULL DEFAULT 'running'
+    status   TEXT NOT NULL DEFAULT 'running',
+    n_total  INTEGER
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id    TEXT NOT NULL REFERENCES runs(run_id),
@@ -60,8 +61,20 @@ class RunInfo(BaseModel):
     updated: float
     status: str
     n_samples: int = 0
+    """Samples stored, failed ones included."""
     n_errors: int = 0
-    mean_score: float | None = None
+    n_ok: int = 0
+    """Samples stored without error."""
+    n_total: int | None = None
+    """The benchmark's sample count when the run last ran (None: stored before lvu recorded it).
+    The run's score is `lvu.runs.headline.stored_headline`, never a mean over stored rows."""
+
+    @property
+    def coverage(self) -> str:
+        """'30/60': stored without error / the benchmark's samples."""
+        from lvu.runs.headline import coverage
+
+        return coverage(self.n_ok, self.n_total)
 
 
 class Store:
@@ -78,11 +91,22 @@ class Store:
             # the last commits.
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.DatabaseError) as e:
             raise LvuError(f"{self.dir}: cannot open the run store ({e}) — pass a writable --results-dir") from e
 
     def close(self) -> None:
         self.db.close()
+
+    def _migrate(self) -> None:
+        """Bring a store made by an older lvu up to this schema (old rows keep NULL there)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        if "n_total" not in columns:
+            try:
+                self.db.execute("ALTER TABLE runs ADD COLUMN n_total INTEGER")
+            except sqlite3.OperationalError as e:  # another process added it first
+                if "duplicate column" not in str(e):
+                    raise
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -104,13 +128,26 @@ class Store:
             )
         return run_id
 
+    def set_total(self, run_id: str, n_total: int) -> None:
+        """Record how many samples the run's benchmark has (for coverage and the `partial` status)."""
+        self.db.execute("UPDATE runs SET n_total = ? WHERE run_id = ?", (n_total, run_id))
+
     def finish_run(self, run_id: str, status: str = "done") -> None:
+        """Set the run's final status. `done` becomes `partial` while some of the benchmark's samples
+        have no stored record at all (a `--limit` run): such a run is never listed as done."""
+        if status == "done":
+            total, stored = self.db.execute(
+                "SELECT n_total, (SELECT COUNT(*) FROM samples WHERE run_id = ?) FROM runs WHERE run_id = ?",
+                (run_id, run_id)).fetchone() or (None, 0)
+            if total is not None and stored < total:
+                status = "partial"
         self.db.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, time.time(), run_id))
 
     def runs(self) -> list[RunInfo]:
         rows = self.db.execute(
             "SELECT r.run_id, r.benchmark, r.model, r.spec, r.env, r.created, r.updated, r.status,"
-            " COUNT(s.sample_id), SUM(s.error IS NOT NULL), AVG(s.score)"
+            " COUNT(s.sample_id), SUM(s.error IS NOT NULL), SUM(s.error IS NULL AND s.sample_id IS NOT NULL),"
+            " r.n_total"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
             " GROUP BY r.run_id ORDER BY r.updated DESC"
         ).fetchall()
@@ -118,7 +155,7 @@ class Store:
             RunInfo(
                 run_id=r[0], benchmark=r[1], model=r[2], spec=RunSpec.model_validate_json(r[3]),
                 env=json.loads(r[4]), created=r[5], updated=r[6], status=r[7],
-                n_samples=r[8], n_errors=r[9] or 0, mean_score=r[10],
+                n_samples=r[8], n_errors=r[9] or 0, n_ok=r[10] or 0, n_total=r[11],
             )
             for r in rows
         ]
@@ -142,6 +179,12 @@ class Store:
         """Samples that finished without error (failed ones are retried on resume)."""
         rows = self.db.execute("SELECT sample_id FROM samples WHERE run_id = ? AND error IS NULL", (run_id,))
         return {r[0] for r in rows}
+
+    def completed_digests(self, run_id: str) -> dict[str, str | None]:
+        """Samples that finished without error -> the `sample_digest` they were answered for."""
+        rows = self.db.execute("SELECT sample_id, json_extract(record, '$.sample_digest') FROM samples"
+                               " WHERE run_id = ? AND error IS NULL", (run_id,))
+        return {r[0]: r[1] for r in rows}
 
     def put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
         """Store one sample's record; committed before this returns."""

@@ -124,7 +124,13 @@ def execute(planned: list[Any], *, results_dir: str | Path | None = None, fresh:
 
 
 def headline(summary: Any) -> list[tuple[str, float]]:
-    """The overall table's rows as (name, score %): ('all', 63.3), or Video-MME's per-duration rows."""
-    if not summary.tables:
+    """The run's scores for a summary table, as (column, score %): first ("score", the headline —
+    lvu.runs.headline, the number `lvu results list` shows), then the overall table's other rows
+    (Video-MME's short / medium / long, MLVU's G-Avg, Neptune's other subsets)."""
+    from lvu.runs.headline import headline_of_tables
+
+    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))
+    if top is None:
         return []
-    return [(name, score) for name, _, score in summary.tables[0].rows]
+    others = [(str(name), score) for name, _, score in summary.tables[0].rows if name != top.row]
+    return [("score", top.score), *others]

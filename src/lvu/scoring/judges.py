@@ -398,11 +398,13 @@ async def judge_rows(judge: Judge, rows: list[DevRow], *, concurrency: int = 8,
     """Equivalence judgements of dev rows, in order (concurrent calls, a progress bar)."""
     import asyncio
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+
+    from lvu.runs.progress import LoggedProgress
 
     gate = asyncio.Semaphore(max(1, concurrency))
-    progress = Progress(TextColumn("[bold]judging dev set"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        disable=not show_progress)
+    progress = LoggedProgress(TextColumn("[bold]judging dev set"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                              disable=not show_progress, label="judging dev set")
     bar = progress.add_task("", total=len(rows))
 
     async def one(row: DevRow) -> Judgement:

@@ -18,6 +18,7 @@ from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
 from lvu.errors import LvuError
+from lvu.runs.headline import Headline
 from lvu.runs.store import RunInfo
 from lvu.types import SampleResult
 from lvu.web import pages
@@ -47,10 +48,13 @@ def _labels_of(results: list[SampleResult]) -> list[str]:
     return sorted(found)
 
 
-def _run_json(r: RunInfo) -> dict[str, Any]:
+def _run_json(r: RunInfo, top: Headline | None) -> dict[str, Any]:
+    """`score`: the headline score in percent (lvu.runs.headline; None before anything is scored),
+    `score_row` the official row it is; `n_ok` / `n_total`: the coverage `lvu results list` shows."""
     return {"run_id": r.run_id, "benchmark": r.benchmark, "model": r.model, "status": r.status,
-            "settings": r.spec.settings, "n_samples": r.n_samples, "n_failed": r.n_errors,
-            "mean_score": r.mean_score, "created": r.created, "updated": r.updated}
+            "settings": r.spec.settings, "n_samples": r.n_samples, "n_failed": r.n_errors, "n_ok": r.n_ok,
+            "n_total": r.n_total, "score": top.value if top else None, "score_row": top.row if top else None,
+            "created": r.created, "updated": r.updated}
 
 
 def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None = None,
@@ -94,7 +98,8 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
 
     @app.get("/", response_class=HTMLResponse)
     def runs_page() -> str:
-        return pages.runs_page(catalog.runs(), str(catalog.dir))
+        runs = catalog.runs()
+        return pages.runs_page(runs, {r.run_id: catalog.headline(r) for r in runs}, str(catalog.dir))
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str, show: str = "all", label: str | None = None, page: int = Query(1, ge=1)) -> str:
@@ -116,14 +121,14 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
 
     @app.get("/api/runs")
     def api_runs() -> list[dict[str, Any]]:
-        return [_run_json(r) for r in catalog.runs()]
+        return [_run_json(r, catalog.headline(r)) for r in catalog.runs()]
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str, show: str = "all", label: str | None = None) -> dict[str, Any]:
         v = run_view(run_id, show, label, 1)
         info: RunInfo = v["info"]
         return {
-            **_run_json(info), "spec": info.spec.model_dump(mode="json"), "env": info.env,
+            **_run_json(info, catalog.headline(info)), "spec": info.spec.model_dump(mode="json"), "env": info.env,
             "tables": [{"title": t.title, "rows": [{"group": g, "n": n, "score": s} for g, n, s in t.rows]}
                        for t in v["tables"].tables],
             "tables_note": v["tables"].note,

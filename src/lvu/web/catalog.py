@@ -18,6 +18,7 @@ from typing import Any
 
 from lvu.benchmarks.base import Breakdown
 from lvu.errors import LvuError
+from lvu.runs.headline import Headline, headline_of_tables
 from lvu.runs.store import DB_NAME, RunInfo, Store
 from lvu.types import SampleResult
 
@@ -108,10 +109,11 @@ class Catalog:
 
     # ---- breakdown tables ------------------------------------------------------------------------
 
-    def tables(self, info: RunInfo, results: list[SampleResult]) -> Tables:
-        """`benchmark.aggregate` over the stored results, as `lvu results show` prints them;
-        cached until the run's samples change. A run whose benchmark cannot be rebuilt here (a
-        plugin not installed, settings it no longer accepts) gets per-label tables and a note."""
+    def tables(self, info: RunInfo, results: list[SampleResult] | None = None) -> Tables:
+        """`benchmark.aggregate` over the stored results (read here when not given), as `lvu results
+        show` prints them; cached until the run's samples change. A run whose benchmark cannot be
+        rebuilt here (a plugin not installed, settings it no longer accepts) gets per-label tables
+        and a note."""
         with self.store() as store:
             version = store.db.execute("SELECT COUNT(*), MAX(completed) FROM samples WHERE run_id = ?",
                                        (info.run_id,)).fetchone()
@@ -120,6 +122,8 @@ class Catalog:
             cached = self._tables.get(info.run_id)
         if cached is not None and cached[0] == key:
             return cached[1]
+        if results is None:
+            results = self.results(info.run_id)
         from lvu.runs.engine import benchmark_of
 
         try:
@@ -132,6 +136,12 @@ class Catalog:
         with self._lock:
             self._tables[info.run_id] = (key, tables)
         return tables
+
+    def headline(self, info: RunInfo) -> Headline | None:
+        """The run's headline score (lvu.runs.headline: the official overall row, as `lvu results
+        list` shows it), from the cached tables: the run list reads each run's results only when its
+        samples changed since the last look."""
+        return headline_of_tables(self.tables(info).tables, info.spec.settings.get("subset"))
 
     # ---- where a sample's frames come from ---------------------------------------------------------
 

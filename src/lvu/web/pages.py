@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from lvu.runs.headline import Headline, headline_of_tables
 from lvu.runs.store import RunInfo
 from lvu.types import LETTERS, SampleResult
 from lvu.web.catalog import SHOWS, Tables, outcome
@@ -65,20 +66,19 @@ def layout(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str
             f"<style>{CSS}</style></head><body><nav>{nav}</nav>{body}</body></html>")
 
 
-def pct(value: float | None) -> str:
-    return "" if value is None else f"{100 * value:.1f}"
-
-
 # ---- runs -------------------------------------------------------------------------------------------
 
 
-def runs_page(runs: list[RunInfo], results_dir: str) -> str:
+def runs_page(runs: list[RunInfo], headlines: dict[str, Headline | None], results_dir: str) -> str:
+    """Every run, as `lvu results list`: samples stored without error / the benchmark's, failed,
+    and the headline score (the benchmark's official overall row; lvu.runs.headline)."""
     head = ("<tr><th>run</th><th>benchmark</th><th>model</th><th>settings</th><th>status</th>"
-            "<th>samples</th><th>failed</th><th>mean score %</th><th>updated</th></tr>")
+            "<th>samples</th><th>failed</th><th>score %</th><th>updated</th></tr>")
     rows = "".join(
         f"<tr class=run><td><a href='{e(run_url(r.run_id))}'><code>{e(r.run_id)}</code></a></td>"
         f"<td>{e(r.benchmark)}</td><td>{e(r.model)}</td><td>{e(settings_text(r))}</td><td>{e(r.status)}</td>"
-        f"<td class=num>{r.n_samples}</td><td class=num>{r.n_errors}</td><td class=num>{pct(r.mean_score)}</td>"
+        f"<td class=num>{e(r.coverage)}</td><td class=num>{r.n_errors}</td>"
+        f"<td class=num>{e(top.text()) if (top := headlines.get(r.run_id)) else ''}</td>"
         f"<td>{when(r.updated)}</td></tr>"
         for r in runs
     )
@@ -119,6 +119,8 @@ def run_page(info: RunInfo, tables: Tables, shown: list[SampleResult], *, n_matc
     spec = json.dumps(info.spec.model_dump(mode="json"), indent=2)
     env = json.dumps(info.env, indent=2)
     note = f"<p class=note>{e(tables.note)}</p>" if tables.note else ""
+    top = headline_of_tables(tables.tables, info.spec.settings.get("subset"))  # as the run list shows it
+    score = f"<span id=headline>{e(top.describe())}</span> · " if top else ""
     breakdowns = "".join(breakdown_html(t.title, t.rows) for t in tables.tables)
     show_links = " · ".join(
         f"<a href='{e(run_url(rid, show=s, label=label))}'>{'<b>' + s + '</b>' if s == show else s}</a> ({counts.get(s, 0)})"
@@ -137,8 +139,8 @@ def run_page(info: RunInfo, tables: Tables, shown: list[SampleResult], *, n_matc
             "<th>s</th><th>response / error</th></tr>")
     body = (
         f"<h1>{e(info.benchmark)} × {e(info.model)}</h1>"
-        f"<p>run <code id=run-id>{e(rid)}</code> · status {e(info.status)} · {info.n_samples} samples · "
-        f"{info.n_errors} failed · updated {when(info.updated)}</p>"
+        f"<p>run <code id=run-id>{e(rid)}</code> · status {e(info.status)} · {score}"
+        f"{e(info.coverage)} samples stored without error · {info.n_errors} failed · updated {when(info.updated)}</p>"
         f"<h2>Results</h2>{note}<div class=tables>{breakdowns}</div>"
         f"<h2>Spec and environment</h2><div class=tables><pre>{e(spec)}</pre><pre>{e(env)}</pre></div>"
         f"<h2>Samples</h2><p>show: {show_links}</p>{form}<p>{pager}</p>"

@@ -1,4 +1,4 @@
-"""`lvu view`: serve the results viewer with uvicorn (needs `pip install 'lvu[web]'`)."""
+"""`lvu view`: serve the results viewer with uvicorn (fastapi and uvicorn are lvu dependencies)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def view(
 
         from lvu.web.app import create_app
     except ImportError as e:
-        raise LvuError(f"the viewer needs its extra ({e.name} is missing) — pip install 'lvu[web]'") from e
+        raise LvuError(f"the viewer needs {e.name}, a dependency of lvu that is missing here — pip install fastapi uvicorn") from e
     from lvu.runs.store import default_results_dir
 
     directory = results_dir if results_dir is not None else default_results_dir()

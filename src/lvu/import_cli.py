@@ -1,0 +1,60 @@
+"""`lvu import`: another harness's saved responses as a stored run (lvu.runs.importer; docs/migrating.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def import_results(
+    file: Annotated[Path, typer.Argument(help="Saved responses: an lmms-eval --log_samples JSONL, a VLMEvalKit "
+                                              "prediction sheet (.xlsx/.tsv/.csv), or the benchmark's official "
+                                              "output file (what `lvu score` reads).")],
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`), e.g. videomme.")],
+    root: Annotated[Optional[Path], typer.Option("--root", "--data", help="The release the predictions were made on "
+                                                 "(joins each row to its question; not needed for Video-MME's "
+                                                 "official results JSON).")] = None,
+    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="auto | lmms-eval | vlmevalkit | official.")] = "auto",
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model name; the run's model is imported:NAME "
+                                                 "(default: lmms-eval's model_name from the results JSON beside "
+                                                 "the log, VLMEvalKit's model folder, else the file name).")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable): e.g. "
+                                               "compat=lmms-eval to score as that harness does, frames=64 to "
+                                               "record the input setting the harness used.")] = [],
+    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs are stored (default: "
+                                                        "$LVU_RESULTS_DIR or ./lvu-results).")] = None,
+) -> None:
+    """Store saved responses from lmms-eval, VLMEvalKit or the official format as a run.
+
+    Every response is re-extracted and re-scored under lvu's protocol (official unless --set compat=),
+    as `lvu score` scores the same file; then `lvu results show`, `lvu report`, `lvu compare --paper`
+    and `lvu view` work on the run. Importing the same file again replaces its run.
+    """
+    from rich.markup import escape
+
+    from lvu.cli import parse_kv, print_tables
+    from lvu.runs.headline import headline_of_tables
+    from lvu.runs.importer import import_file
+
+    settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
+                **parse_kv(setting, "--set")}
+    summary = import_file(file, benchmark, settings=settings, fmt=format, model_name=model, results_dir=results_dir)
+    saved = summary.saved
+    for line in saved.problems(benchmark):
+        err_console.print(line, markup=False, highlight=False)
+    print_tables(summary.tables, f"{benchmark} × {summary.spec.model}")
+    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))
+    failed = f", {summary.n_failed} failed" if summary.n_failed else ""
+    console.print(f"run [bold]{summary.run_id}[/]: imported {len(saved.rows)} of {saved.n_rows} rows "
+                  f"({saved.format}) for {len(saved.rows)} of {summary.n_total} samples{failed}"
+                  + (f" · {escape(top.describe())}" if top else ""))
+    where = f" --results-dir {results_dir}" if results_dir else ""
+    console.print(f"next: lvu results show {summary.run_id}{where} · lvu report {summary.run_id}{where} · "
+                  f"lvu compare {summary.run_id} --paper{where}", markup=False, highlight=False)

@@ -1,0 +1,88 @@
+"""A run's headline score: the one number lvu prints for a run, everywhere it prints one.
+
+It is the benchmark's own official aggregate — the headline row of the "overall" table that
+`benchmark.aggregate(results)` returns (the table `lvu run` prints) — so failed samples count as
+the benchmark's protocol says (wrong, except where an official scorer leaves them out: LVBench),
+never "mean over the samples that happened to be scored". `lvu run`, `lvu results list/show`, sweep tables, the viewer,
+`/api/runs` and reports all go through here.
+
+Imports stay light (no engine, no models): the CLI and the viewer both import this module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lvu.benchmarks.base import Benchmark, Breakdown
+    from lvu.types import RunSpec, SampleResult
+
+HEADLINE_ROWS = ("all", "overall", "Overall", "M-Avg", "full")
+"""Names of the headline row in the benchmarks' overall tables: haystack / jsonl / LongVideoBench /
+LVBench `all`, Video-MME `overall` (after short/medium/long), MLVU `M-Avg`, Neptune `full`
+(a subset run: its subset's row). The same keys as lvu.analysis.compare.MAIN_KEYS."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    row: str
+    """The row of the overall table it is: 'all', 'overall', 'M-Avg', a Neptune subset..."""
+    n: int
+    """Samples in its denominator."""
+    score: float
+    """Percent; NaN when nothing is scored yet (e.g. an open-ended run not judged)."""
+
+    @property
+    def value(self) -> float | None:
+        return None if math.isnan(self.score) else self.score
+
+    def text(self) -> str:
+        """'12.5', or '' when there is no score yet."""
+        return "" if self.value is None else f"{self.score:.1f}"
+
+    def describe(self) -> str:
+        """'score 12.5 % (all, n=8)', or 'score pending (...)' when there is none yet."""
+        what = f"{self.text()} %" if self.value is not None else "pending"
+        return f"score {what} ({self.row}, n={self.n})"
+
+
+def headline_of_tables(tables: list[Breakdown], subset: Any = None) -> Headline | None:
+    """The headline row of already-aggregated tables (the first, "overall" table): the row named
+    `subset` (Neptune: the run's subset), else the first of HEADLINE_ROWS present, else its first row."""
+    if not tables or not tables[0].rows:
+        return None
+    rows = tables[0].rows
+    for wanted in (subset, *HEADLINE_ROWS):
+        for name, n, score in rows:
+            if wanted is not None and name == wanted:
+                return Headline(str(name), int(n), float(score))
+    name, n, score = rows[0]
+    return Headline(str(name), int(n), float(score))
+
+
+def headline_score(bench: Benchmark, results: list[SampleResult]) -> Headline | None:
+    """The headline of `results` under `bench`'s official aggregate."""
+    return headline_of_tables(bench.aggregate(results), bench.settings.get("subset"))
+
+
+def stored_headline(spec: RunSpec, results: list[SampleResult]) -> Headline | None:
+    """The headline of a stored run. A run whose benchmark cannot be rebuilt here (a plugin not
+    installed, settings it no longer accepts) falls back to the per-label tables the viewer then
+    shows (failed samples counted wrong), so the two still agree."""
+    from lvu.runs.engine import benchmark_of  # the engine is heavy: only when a run is scored
+
+    try:
+        bench = benchmark_of(spec)
+        return headline_of_tables(bench.aggregate(results), bench.settings.get("subset"))
+    except Exception:
+        from lvu.scoring.choice import breakdowns_by_label
+
+        return headline_of_tables(breakdowns_by_label(results))
+
+
+def coverage(n_ok: int, n_total: int | None) -> str:
+    """'30/60' (stored without error / the benchmark's samples), or '30' for runs stored before
+    lvu recorded the total."""
+    return f"{n_ok}/{n_total}" if n_total is not None else str(n_ok)

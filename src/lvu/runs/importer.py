@@ -1,0 +1,125 @@
+"""`lvu import`: saved responses from lmms-eval, VLMEvalKit or a benchmark's official output file,
+stored as a run (docs/migrating.md).
+
+Each response is re-extracted and re-scored by the benchmark under lvu's protocol (the official one
+unless `--set compat=...`), exactly as `lvu score` scores the same file, and stored like a run's
+records, so `lvu results`, `lvu report`, `lvu compare [--paper]` and `lvu view` work on it. The run
+spec is the benchmark, model `imported:<name>`, and the benchmark's effective settings plus the
+data fingerprint and `import_sha256` (the file's content hash): importing the same file again
+replaces that run; another file is another run. The environment records the source file's path,
+hash and format, and how many of its rows matched a sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lvu
+from lvu.benchmarks.base import Benchmark, Breakdown
+from lvu.errors import DataError, LvuError
+from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, sample_digest
+from lvu.runs.saved_files import SavedFile, SavedRow, read_saved
+from lvu.runs.store import Store
+from lvu.types import Response, RunSpec, SampleResult
+
+IMPORT_KEY = "import_sha256"
+"""The spec setting holding the imported file's sha256 (engine.RUN_ONLY_SETTINGS: not a benchmark setting)."""
+MODEL_PREFIX = "imported:"
+
+
+@dataclass
+class ImportSummary:
+    run_id: str
+    spec: RunSpec
+    saved: SavedFile
+    n_total: int
+    """The benchmark's sample count (the run's coverage denominator)."""
+    n_failed: int
+    tables: list[Breakdown]
+    results_dir: Path
+    sha256: str
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def grade_rows(bench: Benchmark, rows: list[SavedRow]) -> list[SampleResult]:
+    """Each row extracted and scored by the benchmark (engine.grade, as `lvu run` does); a row the
+    harness marked failed is a failed sample. Shared by `lvu import` and `lvu score`."""
+    from lvu.runs.engine import grade
+
+    results = []
+    for row in rows:
+        s = row.sample
+        result = SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer, response=row.response,
+                              n_options=len(s.options) or None)
+        if row.error:
+            result.error = row.error
+        else:
+            try:
+                grade(bench, s, Response(text=row.response), result)
+            except LvuError as e:
+                result.error = str(e)
+        results.append(result)
+    return results
+
+
+def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | None = None, fmt: str = "auto",
+                model_name: str | None = None, results_dir: str | Path | None = None) -> ImportSummary:
+    """Import `path` (format `fmt`, auto-detected by default) as a run of `benchmark` with
+    `settings` (data= the release the predictions were made on, compat=, split=, ...)."""
+    from lvu.runs.engine import make_benchmark
+
+    path = Path(path)
+    bench = make_benchmark(benchmark, {k: v for k, v in (settings or {}).items() if v is not None})
+    saved = read_saved(bench, path, fmt)
+    if not saved.rows:
+        why = saved.problems(benchmark)
+        raise DataError(why[0] if why else f"{path}: no saved responses in it — nothing to import")
+    if saved.self_contained:  # Video-MME's results JSON: the questions come from the file itself
+        samples, bad = [r.sample for r in saved.rows], []
+    else:
+        samples, bad = bench.loaded()
+    sha = file_sha256(path)
+    effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    if (version := bench.data_version()) is not None:
+        effective["data_version"] = version
+    effective[FINGERPRINT_KEY] = data_fingerprint(samples, bad)
+    effective[IMPORT_KEY] = sha
+    name = model_name or saved.model_name or path.stem
+    spec = RunSpec(benchmark=benchmark, model=MODEL_PREFIX + name, settings=effective)
+    env = {
+        "lvu": lvu.__version__, "python": platform.python_version(), "platform": platform.platform(),
+        "model": {"name": name, "imported": True},
+        "imported": {"path": str(path.resolve()), "sha256": sha, "format": saved.format,
+                     "rows": saved.n_rows, "matched": len(saved.rows), "unmatched": len(saved.unmatched),
+                     "duplicates": saved.duplicates, "model_name_from_file": saved.model_name},
+    }
+    ordinals = {s.id: i for i, s in enumerate(samples)}
+    loaded = {s.id: s for s in samples}
+    results = grade_rows(bench, saved.rows)
+    store = Store(results_dir)
+    try:
+        run_id = store.begin_run(spec, env, fresh=True)  # the same file again replaces the run
+        store.set_total(run_id, len(samples) + len(bad))
+        for row, result in zip(saved.rows, results):
+            # the digest of the loaded sample (LVBench's answer-file reader marks its copy verbatim)
+            result.sample_digest = sample_digest(loaded.get(row.sample.id, row.sample))
+            if row.prompt_text:
+                result.prompt = {"text": row.prompt_text}
+            store.put(run_id, result, ordinals.get(result.sample_id, len(ordinals)))
+        store.finish_run(run_id, "done")  # "partial" when some samples have no row
+    finally:
+        store.close()
+    return ImportSummary(run_id=run_id, spec=spec, saved=saved, n_total=len(samples) + len(bad),
+                         n_failed=sum(r.error is not None for r in results), tables=bench.aggregate(results),
+                         results_dir=Path(store.dir), sha256=sha)
