@@ -24,11 +24,17 @@ from lvu.errors import LvuError
 from lvu.runs.importer import import_file
 from lvu.runs.saved_files import VLMEVALKIT_FAIL, read_saved
 from lvu.runs.store import Store
+from test_bench_longvideobench import release as lvb_release  # noqa: F401  (the LongVideoBench release fixture)
 from test_bench_lvbench import Q55
 from test_bench_lvbench import release as lvbench_release  # noqa: F401  (the LVBench release fixture)
 from test_bench_videomme import GROUPED, LONG, SHORT
 from test_bench_videomme import release as videomme_release
 from test_bench_videomme import videos  # noqa: F401  (module-scoped fixture: two tiny videos)
+from test_bench_mlvu import DEV, write_release
+from test_bench_mlvu import video as mlvu_video  # noqa: F401  (fixture)
+from test_bench_neptune import VID_A
+from test_bench_neptune import release as neptune_release
+from test_bench_neptune import videos as neptune_videos  # noqa: F401  (fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -85,6 +91,15 @@ def test_official_videomme_results_file(tmp_path):
     assert "imported:videomme_output_test_template" in text and "77.8" in text
     paper = lvu("compare", run_id, "--paper", "--results-dir", str(results), "--bootstrap", "20")
     assert paper.returncode == 0 and "77.8" in paper.stdout, paper.stderr
+    from fastapi.testclient import TestClient
+
+    from lvu.web.app import create_app
+
+    viewer = TestClient(create_app(results))  # `lvu view`
+    sample = Store(results).results(run_id)[0]
+    for url in (f"/runs/{run_id}", f"/runs/{run_id}/samples/{sample.sample_id}", f"/api/runs/{run_id}"):
+        page = viewer.get(url)
+        assert page.status_code == 200 and "imported:videomme_output_test_template" in page.text, url
     # the same file again replaces its run; the 2024-06 file (old keys, old scorer) is another run
     assert imported_run(lvu("import", str(current), "-b", "videomme", "--results-dir", str(results))) == run_id
     old = FIXTURES / "videomme_output_test_template_2024-06.json"
@@ -180,6 +195,37 @@ def test_lmms_eval_log_for_lvbench_joins_by_question_text(lvbench_release, tmp_p
     assert Store(results).run(run_id).model == "imported:my-model"
     rows = assert_same_numbers(results, run_id, "lvbench", str(log), "--root", str(lvbench_release))
     assert rows[0] == ("all", "3", "66.7")
+
+
+def test_lmms_eval_lines_of_the_other_benchmarks(tmp_path, lvb_release, neptune_videos, mlvu_video):
+    """0.7.3 lines carry the id in the metric entry (LongVideoBench lvb_acc.id, Neptune neptune_acc.key);
+    MLVU logs its question text (options included) as question_id; VLMEvalKit's LongVideoBench sheet has `id`."""
+    from lvu.runs.engine import make_benchmark
+
+    log = tmp_path / "samples_longvideobench_val_v.jsonl"
+    log.write_text(lmms_line(0, "D", "D", "…", lvb_acc={"id": "vidA_1", "duration_group": 60, "answer": "D",
+                                                        "parsed_pred": "D"}, submission={"vidA_1": "D"}))
+    lvb = make_benchmark("longvideobench", {"data": str(lvb_release)})
+    assert [(r.sample.id, r.response) for r in read_saved(lvb, log).rows] == [("vidA_1", "D")]
+    sheet = tmp_path / "m_LongVideoBench_8frame.tsv"  # VLMEvalKit's TSV: lvb_val.json's columns + index, video
+    sheet.write_text("index\tvideo\tid\tquestion\tcandidates\tcorrect_choice\tprediction\n"
+                     "0\tvidA\tvidA_0\tWhat happened in vidA_0?\t[]\t1\tB\n"
+                     "2\tvidA\tvidA_1\tWhat happened in vidA_1?\t[]\t3\tA\n")
+    assert [(r.sample.id, r.response) for r in read_saved(lvb, sheet).rows] == [("vidA_0", "B"), ("vidA_1", "A")]
+
+    nep = make_benchmark("neptune", {"data": str(neptune_release(tmp_path / "neptune", neptune_videos))})
+    log = tmp_path / "samples_neptune_full_v.jsonl"
+    log.write_text(lmms_line(0, "B", "B", "…", neptune_acc={"key": f"{VID_A}/2", "question_type": "Counting",
+                                                              "gold": "B", "parsed_pred": "B", "is_correct": True}))
+    assert [r.sample.id for r in read_saved(nep, log).rows] == [f"{VID_A}/2"]
+
+    mlvu = make_benchmark("mlvu", {"data": str(write_release(tmp_path / "mlvu", mlvu_video.path, DEV))})
+    log = tmp_path / "samples_mlvu_dev.jsonl"
+    question = "What type of film is this?\n(A) Mystery\n(B) Action\n(C) Comedy\n(D) Romance"
+    log.write_text(lmms_line(0, "D", "D", "\n" + question + "\nOnly give the best option.\n\nBest option: (",
+                             mlvu_percetion_score={"question_id": question, "task_type": "topic_reasoning",
+                                                   "pred_answer": "D", "answer": "D"}))
+    assert [(r.sample.id, r.response) for r in read_saved(mlvu, log).rows] == [("TR_0", "D")]
 
 
 # ---- VLMEvalKit ----------------------------------------------------------------------------------

@@ -8,17 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
+from lvu.console_output import fold_cells, make_console
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
     from lvu.analysis.runs import RunData
     from lvu.analysis.table import Table
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 ResultsDir = Annotated[Optional[Path], typer.Option(
     "--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")]
@@ -35,19 +36,22 @@ WIDE = 10
 def print_table(t: Table) -> None:
     from lvu.analysis.table import cell_text
 
-    table = RichTable(title=t.title, title_justify="left")
+    def text(c: object) -> str:  # data, not markup: a label like "[asr]" must show as written
+        return escape(cell_text(c))
+
+    table = RichTable(title=escape(t.title), title_justify="left")
     if len(t.columns) > WIDE:
         table.add_column("")
         for row in t.rows:
-            table.add_column(" · ".join(cell_text(c) for c in row[:2] if cell_text(c) not in ("", "–")))
+            table.add_column(" · ".join(text(c) for c in row[:2] if cell_text(c) not in ("", "–")))
         for j, name in enumerate(t.columns[2:], start=2):
-            table.add_row(name, *(cell_text(row[j]) for row in t.rows))
+            table.add_row(escape(name), *(text(row[j]) for row in t.rows))
     else:
         for c in t.columns:
-            table.add_column(c)
+            table.add_column(escape(c))
         for row in t.rows:
-            table.add_row(*(cell_text(c) for c in row))
-    console.print(table)
+            table.add_row(*(text(c) for c in row))
+    console.print(fold_cells(table))
     for note in t.notes:
         console.print(f"  {note}", markup=False, highlight=False, style="dim")
 

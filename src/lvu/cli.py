@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import sys
@@ -10,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from lvu.errors import LvuError
@@ -37,20 +35,23 @@ def _options(
     """lvu: run, score and analyse long-video understanding benchmarks under their official protocols."""
 data_app = typer.Typer(help="Benchmark release files: validation.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
-results_app = typer.Typer(help="Inspect and export stored runs.", no_args_is_help=True)
-app.add_typer(results_app, name="results")
 bench_app = typer.Typer(help="Performance benchmarks: lvu against its peers, side by side.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 from lvu.judge_cli import judge_app  # noqa: E402  (typer + rich only)
 app.add_typer(judge_app, name="judge")
+from lvu.results_cli import results_app  # noqa: E402  (typer + rich only)
+app.add_typer(results_app, name="results")
 from lvu.runs.commands import sweep as _sweep_command  # noqa: E402  (typer + rich only)
 app.command("sweep")(_sweep_command)
 from lvu.import_cli import import_results as _import_command  # noqa: E402  (typer + rich only)
 app.command("import")(_import_command)
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+from lvu.console_output import fold_cells, hide_flag_types, make_console  # noqa: E402
+
+hide_flag_types()
+console = make_console()
+err_console = make_console(stderr=True)
 
 ResultsDir = Annotated[
     Optional[Path],
@@ -117,12 +118,12 @@ def print_tables(tables, title: str) -> None:
         table.add_column("score %", justify="right")
         for name, n, score in t.rows:
             table.add_row(name, str(n), f"{score:.1f}")
-        console.print(table)
+        console.print(fold_cells(table))
 
 
 @app.command()
 def run(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`) — default: the built-in haystack.")] = "haystack",
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`) — default: the built-in haystack. Several (-b videomme,mlvu or repeated -b) run in turn, then one summary table.")] = ["haystack"],
     model: Annotated[str, typer.Option("--model", "-m", help="Model backend name (`lvu list`).")] = "ocr-match",
     frames: Annotated[Optional[int], typer.Option(help="Frames per sample (default: the benchmark's protocol).")] = None,
     subtitles: Annotated[Optional[str], typer.Option(help="Subtitle mode: none | interleave | covering | all.")] = None,
@@ -138,7 +139,7 @@ def run(
     results_dir: ResultsDir = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Decode every time instead of using the shared frame cache.")] = False,
-    asr: Annotated[bool, typer.Option("--asr", help="Transcribe the audio of samples without subtitles (needs lvu[asr]).")] = False,
+    asr: Annotated[bool, typer.Option("--asr", help="Transcribe the audio of samples without subtitles (needs lvu\\[asr]).")] = False,
     decode: Annotated[str, typer.Option(help="Decode in threads or processes (processes write the frame cache, the run reads it).")] = "threads",
     decode_workers: Annotated[int, typer.Option(help="Decoding threads or processes.")] = 2,
     executor: Annotated[str, typer.Option(help="local (default) | ray: the same pipeline on a Ray cluster (the ray extra; docs/ray.md).")] = "local",
@@ -147,7 +148,8 @@ def run(
     judge: Annotated[Optional[str], typer.Option("--judge", help="Judge model for open-ended / generation samples (`lvu judge --help`).")] = None,
     judge_arg: Annotated[list[str], typer.Option("--judge-arg", "-J", help="Judge model argument, KEY=VALUE (repeatable).")] = [],
     llm_extract: Annotated[bool, typer.Option("--llm-extract", help="Ask the judge to map replies without an option to one (off in official mode).")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML: benchmarks × models × settings (then only --limit, --results-dir, --fresh, --no-report, --no-cache apply).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML: benchmarks × models × settings (then only --limit, --results-dir, --fresh, --no-report, --no-cache, --tag apply).")] = None,
+    tag: Annotated[list[str], typer.Option("--tag", help="Tag stored with the run (repeatable; `lvu results list --tag NAME`).")] = [],
 ) -> None:
     """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
 
@@ -156,16 +158,34 @@ def run(
     """
     from lvu.runs.engine import run as run_engine
 
+    from lvu.results_cli import check_tags
+
     check_limit(limit)
+    tags = check_tags(tag)
     if config is not None:
         from lvu.runs.commands import run_spec_file
 
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
-                      overrides={"limit": limit} if limit is not None else {})
+                      overrides={"limit": limit} if limit is not None else {}, tags=tags)
 
     settings = {"frames": frames, "subtitles": subtitles, "resize": resize, "compat": compat,
                 "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
+    benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
+    if len(benchmarks) > 1:
+        from lvu.runs.commands import run_benchmarks
+
+        options = {"limit": limit, "concurrency": concurrency, "asr": asr, "decode": decode,
+                   "decode_workers": decode_workers, "judge": judge, "judge_args": parse_kv(judge_arg, "--judge-arg"),
+                   "llm_extract": llm_extract, "executor": executor, "ray_address": ray_address,
+                   "ray_args": parse_kv(ray_arg, "--ray-arg")}
+        run_benchmarks(benchmarks, model, settings={k: v for k, v in settings.items() if v is not None},
+                       model_args=parse_kv(model_arg, "--model-arg"),
+                       options={k: v for k, v in options.items() if v is not None}, results_dir=results_dir,
+                       fresh=fresh, report=not no_report, frame_cache=not no_cache, tags=tags)
+    if not benchmarks:
+        raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
+    benchmark = benchmarks[0]  # type: ignore[assignment]  (one benchmark: the run's own tables and next steps)
     summary = run_engine(
         benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
         model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
@@ -174,6 +194,10 @@ def run(
         judge=judge, judge_args=parse_kv(judge_arg, "--judge-arg"), llm_extract=llm_extract,
         executor=executor, ray_address=ray_address, ray_args=parse_kv(ray_arg, "--ray-arg"),  # type: ignore[arg-type]
     )
+    if tags:
+        from lvu.runs.sweep import add_tags
+
+        add_tags(results_dir, summary.run_id, tags)
     print_tables(summary.tables, f"{benchmark} × {model}")
     from rich.markup import escape
 
@@ -221,7 +245,7 @@ def list_parts() -> None:
     load_models()
     for title, registry in (("benchmarks", BENCHMARKS), ("models", MODELS)):
         table = Table(title=title, title_justify="left")
-        table.add_column("name")
+        table.add_column("name", no_wrap=True)
         table.add_column("description")
         for name in registry.names():
             try:
@@ -229,7 +253,7 @@ def list_parts() -> None:
             except LvuError as e:  # a broken plugin is listed with its problem; the others still show
                 doc = [f"(cannot load: {e})"]
             table.add_row(name, doc[0] if doc else "", style="red" if doc and doc[0].startswith("(cannot load") else None)
-        console.print(table)
+        console.print(fold_cells(table))
 
 
 @data_app.command("check")
@@ -281,118 +305,11 @@ def score(
         console.print(f"wrote {len(results)} rows to {out}")
 
 
-@results_app.command("list")
-def results_list(results_dir: ResultsDir = None) -> None:
-    """List stored runs, newest first: samples stored without error / the benchmark's samples,
-    failed samples, the headline score (the benchmark's own overall row) and the status."""
-    from lvu.runs.headline import stored_headline
-    from lvu.runs.store import Store
-
-    store = Store(results_dir)
-    table = Table(title=f"runs in {store.path}", title_justify="left")
-    for col in ("run", "benchmark", "model", "settings", "samples", "errors", "score %", "status"):
-        table.add_column(col)
-    for r in store.runs():  # the score aggregates every stored result of every run: slow for huge stores
-        settings = ", ".join(f"{k}={v}" for k, v in r.spec.settings.items() if v is not None)
-        top = stored_headline(r.spec, store.results(r.run_id))
-        table.add_row(r.run_id, r.benchmark, r.model, settings, r.coverage, str(r.n_errors),
-                      top.text() if top else "", r.status)
-    console.print(table)
-
-
-@results_app.command("show")
-def results_show(
-    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
-    results_dir: ResultsDir = None,
-) -> None:
-    """Show a run's spec, environment, breakdown tables and failed samples."""
-    from lvu.runs.engine import benchmark_of
-    from lvu.runs.store import Store
-
-    store = Store(results_dir)
-    info = store.run(run_id)
-    results = store.results(info.run_id)
-    console.print_json(json.dumps({"run_id": info.run_id, "spec": info.spec.model_dump(mode="json"), "env": info.env}))
-    from lvu.runs.identity import predates_fingerprints
-
-    if predates_fingerprints(info.spec.settings):
-        err_console.print(f"note: run {info.run_id} predates data fingerprints — its id does not follow the data's "
-                          "content, so it cannot tell whether the data changed since; `lvu run` with the same "
-                          "arguments now makes a new, fingerprinted run (docs/runs.md, Run identity)",
-                          markup=False, highlight=False)
-    bench = benchmark_of(info.spec)
-    tables = bench.aggregate(results)
-    print_tables(tables, f"{info.benchmark} × {info.model}")
-    from lvu.runs.headline import headline_of_tables
-
-    top = headline_of_tables(tables, bench.settings.get("subset"))
-    console.print(f"run {info.run_id}: {info.coverage} samples stored without error, {info.n_errors} failed, "
-                  f"status {info.status}" + (f" · {top.describe()}" if top else ""), markup=False, highlight=False)
-    for r in results:
-        if r.error:
-            console.print(f"failed: {r.error}", markup=False, highlight=False)
-
-
-@results_app.command("submit")
-def results_submit(
-    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Submission file to write.")] = Path("submission.json"),
-    results_dir: ResultsDir = None,
-) -> None:
-    """Write a run's predictions in the benchmark's official submission format (hidden-answer splits)."""
-    from lvu.runs.engine import benchmark_of
-    from lvu.runs.store import Store
-
-    store = Store(results_dir)
-    info = store.run(run_id)
-    path = benchmark_of(info.spec).write_submission(store.results(info.run_id), out)
-    console.print(f"wrote {path}")
-
-
-EXPORT_FIELDS = ["run_id", "sample_id", "answer", "prediction", "score", "correct", "counted", "error",
-                 "latency", "response", "labels", "frame_timestamps", "judge"]
-
-
-@results_app.command("export")
-def results_export(
-    run_id: Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (default: stdout).")] = None,
-    results_dir: ResultsDir = None,
-) -> None:
-    """Export one row per sample (run_id, sample_id, prediction, score, correct, error, ...)."""
-    from lvu.runs.store import Store
-
-    if format not in ("jsonl", "csv"):
-        raise LvuError(f"--format {format!r} is not supported — use jsonl or csv")
-    store = Store(results_dir)
-    info = store.run(run_id)
-    rows = []
-    for r in store.iter_results(info.run_id):
-        row = {"run_id": info.run_id, **r.model_dump(mode="json")}
-        rows.append({k: row.get(k) for k in EXPORT_FIELDS})
-    handle = open(out, "w", newline="", encoding="utf-8") if out else sys.stdout
-    try:
-        if format == "jsonl":
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        else:
-            writer = csv.DictWriter(handle, fieldnames=EXPORT_FIELDS)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
-    finally:
-        if out:
-            handle.close()
-    if out:
-        err_console.print(f"wrote {len(rows)} rows to {out}")
-
-
 @app.command("asr")
 def asr_command(
     video: Annotated[Path, typer.Argument(help="Video file with an audio track.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output SRT file.")],
-    model: Annotated[Optional[Path], typer.Option(help="Local CTranslate2 Whisper model dir (default: $LVU_WHISPER_MODEL or the one lvu[asr] ships).")] = None,
+    model: Annotated[Optional[Path], typer.Option(help="Local CTranslate2 Whisper model dir (default: $LVU_WHISPER_MODEL or the one lvu\\[asr] ships).")] = None,
     language: Annotated[Optional[str], typer.Option(help="Language code (default: the model's).")] = None,
 ) -> None:
     """Transcribe a video's speech to SRT with a local Whisper model (offline; cached per video)."""
@@ -407,7 +324,7 @@ def asr_command(
 def frames(
     video: Annotated[Path, typer.Argument(help="Video file.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
-    plan: Annotated[str, typer.Option(help="Sampling plan: uniform:N, fps:F[:max=M], lvb:N, lmms:N, vlmevalkit:N, center, first, all1fps.")] = "uniform:32",
+    plan: Annotated[str, typer.Option(help="Sampling plan: uniform:N, fps:F\\[:max=M], lvb:N, lmms:N, vlmevalkit:N, center, first, all1fps.")] = "uniform:32",
     approximate: Annotated[bool, typer.Option("--approximate", help="Nearest keyframe at or before each time (fast, inexact).")] = False,
     resize: Annotated[Optional[int], typer.Option(help="Shorter side in pixels (never upscales).")] = None,
     format: Annotated[str, typer.Option("--format", help="jpg or png.")] = "jpg",

@@ -6,10 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
 
 
 def import_results(
@@ -39,7 +35,7 @@ def import_results(
     """
     from rich.markup import escape
 
-    from lvu.cli import parse_kv, print_tables
+    from lvu.cli import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.importer import import_file
 

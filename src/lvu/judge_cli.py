@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ def _metric_table(title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("metric", "F1", "precision", "recall", "accuracy", "threshold"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    return table
+    return fold_cells(table)
 
 
 def _metric_row(table: Table, name: str, m) -> None:

@@ -221,6 +221,11 @@ class SampleResult(BaseModel):
     n_options: int | None = None
     """How many options the question had (chance level, out-of-option answers); None: open-ended,
     or a record stored before lvu kept it."""
+    question: str | None = None
+    """The question text, shown by the viewer, the report and `results export`; None in records
+    stored before lvu kept it."""
+    options: list[str] = Field(default_factory=list)
+    """The option texts (without letters); empty for open-ended questions and older records."""
     prompt: dict[str, Any] = Field(default_factory=dict)
     frame_timestamps: list[float] = Field(default_factory=list)
     response: str | None = None

@@ -72,6 +72,18 @@ def table_html(t: Table) -> str:
     return f"<div>{title}<table><tr>{head}</tr>{''.join(body)}</table>{notes}</div>"
 
 
+def _options_text(r: SampleResult) -> str:
+    return "  ".join(f"{_choice(i)}. {o}" for i, o in enumerate(r.options))
+
+
+def _question_cell(r: SampleResult) -> str:
+    """The question, then its options one per line; empty for records stored before lvu kept them."""
+    if not r.question and not r.options:
+        return "<td></td>"
+    options = "".join(f"<br>{_e(_choice(i))}. {_e(o)}" for i, o in enumerate(r.options))
+    return f"<td class=question>{_e(r.question or '')}{options}</td>"
+
+
 def sample_row(run_id: str, r: SampleResult, viewer_url: str | None) -> str:
     cls = "err" if r.error else ("ok" if r.correct else "bad")
     mark = "error" if r.error else ("✓" if r.correct else ("✗" if r.correct is False else ""))
@@ -85,7 +97,7 @@ def sample_row(run_id: str, r: SampleResult, viewer_url: str | None) -> str:
     text = " ".join([r.sample_id, labels]).lower()
     return (f"<tr class={cls} id='{_e(anchor)}' data-run='{_e(run_id)}' data-labels='{_e(json.dumps(values))}' "
             f"data-text='{_e(text)}'><td><a href='{_e(href)}'><code>{_e(r.sample_id)}</code></a></td>"
-            f"<td>{_e(labels)}</td><td>{_e(_choice(r.answer))}</td><td>{_e(_choice(r.prediction))}</td>"
+            f"{_question_cell(r)}<td>{_e(labels)}</td><td>{_e(_choice(r.answer))}</td><td>{_e(_choice(r.prediction))}</td>"
             f"<td class=mark>{mark}</td><td class=num>{r.latency:.2f}</td><td><details><summary>"
             f"{len(r.frame_timestamps)} frames</summary>{_e(times)}</details></td><td><pre>{_e(detail)}</pre>{why}</td></tr>")
 
@@ -93,7 +105,8 @@ def sample_row(run_id: str, r: SampleResult, viewer_url: str | None) -> str:
 def _samples_html(section: Section, viewer_url: str | None) -> str:
     run = section.samples
     assert run is not None
-    head = ("<tr><th>sample</th><th>labels</th><th>answer</th><th>prediction</th><th></th><th>s</th>"
+    head = ("<tr><th>sample</th><th>question / options</th><th>labels</th><th>answer</th><th>prediction</th>"
+            "<th></th><th>s</th>"
             "<th>frames (s)</th><th>response / error</th></tr>")
     rows = "".join(sample_row(run.run_id, r, viewer_url) for r in run.results)
     return (f"<input class=filter data-run='{_e(run.run_id)}' placeholder='filter: sample id or label value'> "
@@ -148,8 +161,10 @@ def table_markdown(t: Table) -> str:
 def _samples_markdown(section: Section) -> str:
     run = section.samples
     assert run is not None
-    t = Table(f"{len(run.results)} samples", ["sample", "labels", "answer", "prediction", "correct", "error"], [
-        [r.sample_id, ", ".join(f"{k}={v}" for k, v in r.labels.items()), _choice(r.answer), _choice(r.prediction),
+    t = Table(f"{len(run.results)} samples", ["sample", "question", "options", "labels", "answer", "prediction",
+                                               "correct", "error"], [
+        [r.sample_id, r.question or "", _options_text(r), ", ".join(f"{k}={v}" for k, v in r.labels.items()),
+         _choice(r.answer), _choice(r.prediction),
          "" if r.correct is None else ("✓" if r.correct else "✗"), r.error or ""] for r in run.results])
     return table_markdown(t)
 

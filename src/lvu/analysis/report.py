@@ -20,7 +20,7 @@ from typing import Any, Callable
 from lvu.analysis import analyses, sweeps
 from lvu.analysis.compare import compare_paper, compare_runs
 from lvu.analysis.plots import missing_matplotlib, plot_groups, to_png
-from lvu.analysis.runs import RunData, family, frame_sweeps, model_key, modality_groups
+from lvu.analysis.runs import RunData, family, frame_sweeps, model_key, modality_groups, sweep_name
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
 from lvu.analysis.table import Analysis, Table
 from lvu.benchmarks.base import Breakdown
@@ -145,7 +145,8 @@ def cross_run_sections(runs: list[RunData], figs: _Figures, *, n_boot: int, seed
     """Analyses that need several runs: frame sweeps, modality ablations, paired paper tables."""
     out: list[Section] = []
     for k, group in enumerate(frame_sweeps(runs)):
-        section = Section(f"Frame sweep: {group[0].label.split(' [')[0]}", f"sweep-{k}", 2,
+        named = f" (sweep {name})" if (name := sweep_name(group)) else ""
+        section = Section(f"Frame sweep: {group[0].label.split(' [')[0]}{named}", f"sweep-{k}", 2,
                           text=[f"runs {', '.join(r.run_id for r in group)}"])
         for fn in (sweeps.frames_curve, sweeps.single_frame_bias):
             try:

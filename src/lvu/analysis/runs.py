@@ -84,10 +84,17 @@ class RunData:
                 (False, True): "subtitles", (False, False): "blind"}[(has_frames, has_subs)]
 
     @property
+    def sweeps(self) -> list[dict[str, Any]]:
+        """Every sweep the run belongs to ({"name", "axes", "point"} each): env["sweeps"], or the
+        single env["sweep"] of runs stored by older lvu."""
+        from lvu.runs.store import sweep_memberships
+
+        return sweep_memberships(self.info.env)
+
+    @property
     def sweep(self) -> dict[str, Any] | None:
-        """The sweep tag the run engine stores in env["sweep"] ({"name", "axes", "point"}), if any."""
-        tag = self.info.env.get("sweep")
-        return tag if isinstance(tag, dict) and isinstance(tag.get("point"), dict) else None
+        """The latest sweep the run was part of, if any (`sweeps` has them all)."""
+        return self.sweeps[-1] if self.sweeps else None
 
     @property
     def label(self) -> str:
@@ -147,22 +154,24 @@ def _without(d: dict[str, Any], *keys: str) -> str:
 def frame_sweeps(runs: list[RunData]) -> list[list[RunData]]:
     """Groups of runs that differ only in frames, ordered by frames (groups of 2+ runs).
 
-    Runs tagged by a sweep (env["sweep"] with a "frames" axis) group by sweep name and the other
-    axes' values; untagged runs group by benchmark, model, model args and every setting but
-    `frames`. Runs whose frames are not a count (fps words) are left out."""
+    Runs tagged by sweeps with a "frames" axis group by sweep name and the other axes' values —
+    a run shared by two sweeps is in both groups; untagged runs group by benchmark, model, model
+    args and every setting but `frames`. Runs whose frames are not a count (fps words) are left out."""
     groups: dict[str, list[RunData]] = {}
     for run in runs:
         if not run.frames:  # not a count, or a blind run (the modality ablation covers those)
             continue
-        tag = run.sweep
-        if tag and "frames" in tag["point"]:
-            point = dict(tag["point"])
-            if point.get("probe") == "single-frame":  # the 1-frame point of the model's own sweep
-                point["probe"] = "full"
-            key = "sweep:" + json.dumps([tag.get("name"), _without(point, "frames")])
-        else:
-            key = json.dumps([run.spec.benchmark, model_key(run), _without(run.spec.settings, "frames")])
-        groups.setdefault(key, []).append(run)
+        keys = []
+        for tag in run.sweeps:
+            if "frames" in tag["point"]:
+                point = dict(tag["point"])
+                if point.get("probe") == "single-frame":  # the 1-frame point of the model's own sweep
+                    point["probe"] = "full"
+                keys.append("sweep:" + json.dumps([tag.get("name"), _without(point, "frames")]))
+        if not keys:
+            keys = [json.dumps([run.spec.benchmark, model_key(run), _without(run.spec.settings, "frames")])]
+        for key in dict.fromkeys(keys):
+            groups.setdefault(key, []).append(run)
     out = []
     for members in groups.values():
         by_frames: dict[int, RunData] = {}
@@ -171,6 +180,12 @@ def frame_sweeps(runs: list[RunData]) -> list[list[RunData]]:
         if len(by_frames) >= 2:
             out.append([by_frames[f] for f in sorted(by_frames)])
     return out
+
+
+def sweep_name(group: list[RunData]) -> str | None:
+    """The sweep every run of a frame-sweep group belongs to (titles tell two sweeps apart)."""
+    common = set.intersection(*({m.get("name") for m in r.sweeps} for r in group)) if group else set()
+    return next((str(m["name"]) for m in group[0].sweeps if m.get("name") in common and m.get("name")), None)
 
 
 def modality_groups(runs: list[RunData]) -> list[list[RunData]]:

@@ -618,6 +618,6 @@ class NeptuneAsr(Neptune):
 
 @register_benchmark("neptune-open")
 class NeptuneOpen(Neptune):
-    """Neptune open-ended: question only, reference answer; GEM-style judging arrives with issue 6."""
+    """Neptune open-ended: question only, a reference answer; scored by a GEM-style judge (`--judge`)."""
 
     open_ended = True

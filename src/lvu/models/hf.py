@@ -111,8 +111,9 @@ def messages_for(prompt: Prompt) -> tuple[list[dict[str, Any]], list[Any]]:
 
 @register_model("hf")
 class HFModel(Model):
+    """Local transformers image-text-to-text model (`model=HF_ID`): frames as images in prompt order."""
+
     run_neutral_args = ("batch_wait",)
-    """A transformers image-text-to-text model; frames are passed as images in prompt order."""
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)

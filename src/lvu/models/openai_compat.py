@@ -245,8 +245,9 @@ def _as_number(name: str, value: Any, kind: type = float, low: float | None = No
 
 @register_model("openai")
 class OpenAICompat(Model):
-    """An OpenAI-compatible chat-completions endpoint. Arguments (`--model-arg k=v`): see DEFAULTS
-    and docs/models/openai.md. `model` is required; the API key is read from the environment."""
+    """OpenAI-compatible chat-completions endpoint (OpenAI, vLLM serve, SGLang, ...): `model=NAME`.
+
+    Arguments (`--model-arg k=v`): DEFAULTS below and docs/models/openai.md. `model` is required; the API key is read from the environment."""
 
     run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "max_wait", "cache", "max_concurrency",
                         "http")

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+from lvu.console_output import add_id_column, fold_cells, make_console
+
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 def _label(value: Any) -> str:
@@ -51,7 +52,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
         table.add_column(col, justify="right" if col in ("samples", "failed", "frames", "fps", "resize") else "left")
     for name in score_names:
         table.add_column("score %" if name == "score" else f"{name} %", justify="right")
-    table.add_column("run")
+    add_id_column(table)
     for o, effective in zip(outcomes, settings):
         p = o.planned
         row = []
@@ -65,7 +66,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
         scores = dict(headline(o.summary))
         table.add_row(*row, str(o.summary.n_total), str(o.summary.n_failed),
                       *(_pct(scores.get(n)) for n in score_names), o.summary.run_id)
-    return table
+    return fold_cells(table)
 
 
 def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None) -> None:
@@ -79,7 +80,7 @@ def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None) -> N
 
 
 def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report: bool, frame_cache: bool,
-                  overrides: dict[str, Any]) -> None:
+                  overrides: dict[str, Any], tags: list[str] | None = None) -> None:
     """`lvu run -c spec.yaml`: every combination in order, then one summary table."""
     from lvu.runs import spec_file
     from lvu.runs.sweep import axes_of, execute
@@ -88,8 +89,26 @@ def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report
     planned = spec_file.expand(spec, str(config))
     console.print(f"{config}: {len(planned)} run(s)")
     outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=report,
-                       frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides)
+                       frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides, tags=tags)
     _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None)
+
+
+def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any], model_args: dict[str, Any],
+                   options: dict[str, Any], results_dir: Path | None, fresh: bool, report: bool,
+                   frame_cache: bool, tags: list[str]) -> None:
+    """`lvu run -b videomme,mlvu`: one run per benchmark, in turn, as `lvu run -c` runs a spec's
+    benchmarks; every benchmark's settings are checked before the first run starts."""
+    from lvu.runs.spec_file import PlannedRun, check_benchmark
+    from lvu.runs.sweep import execute
+
+    planned = [PlannedRun(benchmark=b, model=model, settings=dict(settings), model_args=dict(model_args),
+                          options=dict(options)) for b in benchmarks]
+    for item in planned:
+        check_benchmark(item, f"--benchmark {item.benchmark}")
+    console.print(f"{len(planned)} run(s): {', '.join(benchmarks)} × {model}")
+    outcomes = execute(planned, results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
+                       tags=tags)
+    _finish(outcomes, f"{', '.join(benchmarks)} × {model}")
 
 
 def _values(text: str | None) -> list[Any] | None:
@@ -119,6 +138,7 @@ def sweep(
     compat: Axis = None,
     seed: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark seeds (e.g. haystacks).")] = None,
     name: Annotated[Optional[str], typer.Option(help="Sweep name recorded with every run (default: the axes, e.g. 'frames').")] = None,
+    tag: Annotated[list[str], typer.Option("--tag", help="Tag stored with every run of the sweep (repeatable; `lvu results list --tag`).")] = [],
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML with a `sweep:` section (then only --limit, --concurrency, --fresh, --results-dir and --no-report apply).")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting for every point, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable; K1=V1,K2=V2 as in lvu run).")] = [],
@@ -135,10 +155,12 @@ def sweep(
     Points reuse the frame cache and response caches; a point equal to an earlier run resumes it.
     """
     from lvu.cli import check_limit, parse_kv
+    from lvu.results_cli import check_tags
     from lvu.runs import spec_file
     from lvu.runs.sweep import axes_of, execute
 
     check_limit(limit)
+    tags = check_tags(tag)
     overrides = {k: v for k, v in {"limit": limit, "concurrency": concurrency}.items() if v is not None}
     if config is not None:
         spec = spec_file.load(config)
@@ -163,5 +185,5 @@ def sweep(
 
     console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
     outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=not no_report,
-                       sweep=spec.sweep, overrides=overrides)
+                       sweep=spec.sweep, overrides=overrides, tags=tags)
     _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)))

@@ -138,7 +138,7 @@ def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[Sampl
     results = []
     for sample, text in pairs:
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer, response=text,
-                              n_options=len(sample.options) or None)
+                              n_options=len(sample.options) or None, question=sample.question, options=sample.options)
         try:
             grade(bench, sample, Response(text=text), result)
         except LvuError as e:
@@ -285,7 +285,8 @@ class Engine:
     async def prepare_sample(self, sample: Sample) -> _Prepared:
         """Stage 1 (decode threads): plan, frames, cues, prompt. A failure is the sample's error."""
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer,
-                              n_options=len(sample.options) or None, sample_digest=sample_digest(sample))
+                              n_options=len(sample.options) or None, sample_digest=sample_digest(sample),
+                              question=sample.question, options=sample.options)
         started = time.perf_counter()
         prompt = None
         with self.progress.stage("decode") as decoded:

@@ -349,6 +349,7 @@ class RayExecutor:
                         why = _describe(e)
                         results = [SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer,
                                                 n_options=len(s.options) or None,  # as Engine.prepare_sample
+                                                question=s.question, options=s.options,
                                                 sample_digest=sample_digest(s),
                                                 error=f"{s.id}: decode task failed — {why}") for s in group]
                         prompts_ref = None

@@ -198,12 +198,12 @@ def expand(spec: SpecFile, source: str = "<spec>") -> list[PlannedRun]:
             merged = _merge([spec.settings, bench, model])
             for point in points(spec.sweep) if spec.sweep else [{}]:
                 run = plan_run(bench.name, model.name, merged, point)
-                _check_benchmark(run, f"{source}: benchmarks[{i}] ({bench.name})")
+                check_benchmark(run, f"{source}: benchmarks[{i}] ({bench.name})")
                 planned.append(run)
     return planned
 
 
-def _check_benchmark(run: PlannedRun, where: str) -> None:
+def check_benchmark(run: PlannedRun, where: str) -> None:
     """Construct the benchmark (cheap: no data is read) to reject unknown names and settings."""
     from lvu.benchmarks import load_all
     from lvu.benchmarks.base import BENCHMARKS

@@ -43,7 +43,27 @@ CREATE TABLE IF NOT EXISTS samples (
     completed REAL NOT NULL,
     PRIMARY KEY (run_id, sample_id)
 );
+CREATE TABLE IF NOT EXISTS tags (
+    run_id TEXT NOT NULL,
+    tag    TEXT NOT NULL,
+    PRIMARY KEY (run_id, tag)
+);
 """
+
+
+def sweep_memberships(env: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every sweep a run belongs to ({"name", "axes", "point"} each): env["sweeps"], or the single
+    env["sweep"] older lvu versions stored. Malformed entries are skipped."""
+    found = env.get("sweeps")
+    if not isinstance(found, list):
+        found = [env["sweep"]] if isinstance(env.get("sweep"), dict) else []
+    return [m for m in found if isinstance(m, dict) and isinstance(m.get("point"), dict)]
+
+
+def merge_memberships(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`old` then `new`; a sweep of the same name is one sweep, so a newer membership replaces it."""
+    names = {m.get("name") for m in new}
+    return [m for m in old if m.get("name") not in names] + list(new)
 
 
 def default_results_dir() -> Path:
@@ -83,7 +103,10 @@ class Store:
     def __init__(self, results_dir: str | Path | None = None) -> None:
         self.dir = Path(results_dir) if results_dir is not None else default_results_dir()
         try:
+            created = not self.dir.exists()
             self.dir.mkdir(parents=True, exist_ok=True)
+            if created:  # as pytest's cache does: a results dir made inside a checkout stays out of `git status`
+                (self.dir / ".gitignore").write_text("# created by lvu: run results are not source\n*\n")
             self.path = self.dir / DB_NAME
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -116,6 +139,7 @@ class Store:
         now = time.time()
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
+            env = self._keep_sweeps(run_id, env)
             if fresh:
                 self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
                 self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
@@ -127,6 +151,16 @@ class Store:
                 (run_id, spec.benchmark, spec.model, spec.model_dump_json(), json.dumps(env), now, now),
             )
         return run_id
+
+    def _keep_sweeps(self, run_id: str, env: dict[str, Any]) -> dict[str, Any]:
+        """`env` with the run's earlier sweep memberships kept: reopening a run (another sweep
+        sharing the point, a plain resume, --fresh) must not take it out of the sweeps it is in."""
+        row = self.db.execute("SELECT env FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        old = sweep_memberships(json.loads(row[0])) if row else []
+        if not old:
+            return env
+        merged = merge_memberships(old, sweep_memberships(env))
+        return {**env, "sweeps": merged, "sweep": merged[-1]}  # "sweep": the latest, for older lvu
 
     def set_total(self, run_id: str, n_total: int) -> None:
         """Record how many samples the run's benchmark has (for coverage and the `partial` status)."""
@@ -172,6 +206,29 @@ class Store:
             what = "no run" if not matches else f"{len(matches)} runs"
             raise LvuError(f"{what} in {self.path} match {ref!r} — see `lvu results list`")
         return matches[0]
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove the run, its samples and its tags (report files are the caller's)."""
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            for table in ("samples", "tags", "runs"):
+                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
+    # ---- tags ----------------------------------------------------------------------------------
+
+    def add_tag(self, run_id: str, tag: str) -> None:
+        self.db.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?, ?)", (run_id, tag))
+
+    def remove_tag(self, run_id: str, tag: str) -> bool:
+        """False when the run did not have the tag."""
+        return self.db.execute("DELETE FROM tags WHERE run_id = ? AND tag = ?", (run_id, tag)).rowcount > 0
+
+    def tags(self) -> dict[str, list[str]]:
+        """run id -> its tags, sorted (runs without tags are absent)."""
+        out: dict[str, list[str]] = {}
+        for run_id, tag in self.db.execute("SELECT run_id, tag FROM tags ORDER BY run_id, tag"):
+            out.setdefault(run_id, []).append(tag)
+        return out
 
     # ---- samples -------------------------------------------------------------------------------
 

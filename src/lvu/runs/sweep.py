@@ -7,13 +7,16 @@ Axes are benchmark settings (frames, fps, subtitles, resize, compat, seed) and `
 the model as given, `blind` / `blind-asr` / `single-frame` wrap it in that probe (models/probes.py).
 Each point is an ordinary run (its own run id, resumable); a point whose spec equals an earlier run
 resumes that run, and frames and model responses come from the shared caches. Every run records
-`env["sweep"] = {"name": ..., "axes": {axis: [values]}, "point": {axis: value}}` for reports.
+its sweep memberships for reports: `env["sweeps"] = [{"name": ..., "axes": {axis: [values]},
+"point": {axis: value}}, ...]` — a run shared by two sweeps is in both (the store keeps earlier
+memberships when a run is reopened); `env["sweep"]` holds the latest one, as older lvu wrote.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,29 +101,53 @@ def run_options(options: dict[str, Any]) -> dict[str, Any]:
 def execute(planned: list[Any], *, results_dir: str | Path | None = None, fresh: bool = False,
             report: bool = True, frame_cache: bool = True, show_progress: bool = True,
             sweep: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
-            on_done: Any = None) -> list[Outcome]:
+            on_done: Any = None, tags: list[str] | None = None) -> list[Outcome]:
     """Run each planned run in order (each resumable); a run that cannot start (e.g. a bad model
     argument) is recorded as an error and the next one goes on. Ctrl-C (RunInterrupted) stops all.
     `overrides` replace planned options (e.g. a command-line --limit); `on_done(outcome)` is
-    called after each run."""
+    called after each run; `tags` are added to every run that ran (`lvu results tag`)."""
     from lvu.runs.engine import run
 
     tag = None if sweep is None else {"name": name_of(sweep), "axes": axes_of(sweep)}
     outcomes = []
-    for item in planned:
+    for i, item in enumerate(planned, start=1):
+        if show_progress:  # which grid point (or spec run) the progress bar below belongs to
+            print(progress_line(item, i, len(planned)), file=sys.stderr, flush=True)
         outcome = Outcome(item)
         try:
             options = run_options({**item.options, **(overrides or {})})
-            env = None if tag is None else {"sweep": {**tag, "point": dict(item.point)}}
+            membership = None if tag is None else {**tag, "point": dict(item.point)}
+            env = None if membership is None else {"sweep": membership, "sweeps": [membership]}
             outcome.summary = run(item.benchmark, item.model, settings=item.settings, model_args=item.model_args,
                                   results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
                                   show_progress=show_progress, env=env, **options)
+            if tags:
+                add_tags(results_dir, outcome.summary.run_id, tags)
         except LvuError as e:
             outcome.error = str(e)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
     return outcomes
+
+
+def progress_line(item: Any, i: int, n: int) -> str:
+    """'point 2/4: frames=16' for a sweep point, 'run 2/3: lvbench × openai' for a spec's run."""
+    if item.point:
+        return f"point {i}/{n}: " + ", ".join(f"{k}={v}" for k, v in item.point.items())
+    return f"run {i}/{n}: {item.benchmark} × {item.model}"
+
+
+def add_tags(results_dir: str | Path | None, run_id: str, tags: list[str]) -> None:
+    """Store `tags` with the run (`lvu run --tag`, `lvu sweep --tag`)."""
+    from lvu.runs.store import Store
+
+    store = Store(results_dir)
+    try:
+        for tag in tags:
+            store.add_tag(run_id, tag)
+    finally:
+        store.close()
 
 
 def headline(summary: Any) -> list[tuple[str, float]]:

@@ -29,6 +29,8 @@ figure.frame figcaption{font-size:.8em;color:#444}
 .cue{width:224px;background:#fff7d6;border:1px solid #e6cf73;padding:.3rem;font-size:.85em}
 .cue .span{color:#7a6400;font-size:.85em;display:block}
 .text{flex-basis:100%}.note{color:#8a5a00}form{margin:.5rem 0}
+#question{background:#eef4ff;border:1px solid #b9cdf0;padding:.4rem .8rem;margin:.5rem 0}#question ol{margin:.2rem 0}
+#question li.answer{font-weight:600}
 """
 
 
@@ -152,7 +154,18 @@ def run_page(info: RunInfo, tables: Tables, shown: list[SampleResult], *, n_matc
 # ---- one sample ---------------------------------------------------------------------------------------
 
 KNOWN_FIELDS = {"sample_id", "labels", "answer", "prompt", "frame_timestamps", "response", "prediction", "score",
-                "correct", "counted", "explanation", "error", "latency"}
+                "correct", "counted", "explanation", "error", "latency", "question", "options"}
+
+
+def question_html(result: SampleResult) -> str:
+    """The question and its options, lettered, above everything else (nothing for records stored
+    before lvu kept them)."""
+    if not result.question and not result.options:
+        return ""
+    items = "".join(f"<li{' class=answer' if i == result.answer else ''}>{e(o)}</li>"
+                    for i, o in enumerate(result.options))
+    options = f"<ol type=A id=options>{items}</ol>" if items else ""
+    return f"<div id=question><p><b>Q:</b> {e(result.question or '')}</p>{options}</div>"
 
 
 def part_html(run_id: str, sample_id: str, part: dict[str, Any]) -> str:
@@ -202,7 +215,7 @@ def sample_page(info: RunInfo, record: dict[str, Any], parts: list[dict[str, Any
     timeline = "".join(part_html(rid, sid, p) for p in parts) or "<p>No prompt was built (see the error).</p>"
     body = (
         f"<h1>Sample <code id=sample-id>{e(sid)}</code></h1><p>run <code>{e(rid)}</code> · {links}</p>"
-        f"<table class=facts>{fact_rows}</table>"
+        f"{question_html(result)}<table class=facts>{fact_rows}</table>"
         f"<h2>What the model saw, in order</h2><div class=timeline>{timeline}</div>"
         f"<h2>Exact prompt</h2>{exact}"
         f"<h2>Raw response</h2><pre id=response>{e(result.response)}</pre>{extra}"
