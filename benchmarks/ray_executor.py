@@ -72,7 +72,7 @@ def transport(ray, hay: Path, frames: int, group: int, repeat: int) -> None:
 
 def end_to_end(hay: Path, latency: float, concurrency: int, repeat: int) -> None:
     from lvu.models.testing_server import FakeOpenAIServer
-    from lvu.runs.engine import run
+    from lvu.api import run
     from lvu.runs.store import Store
 
     settings = {"data": str(hay), "frames": 8}

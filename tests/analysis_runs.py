@@ -15,7 +15,8 @@ from typing import Any
 
 from lvu.benchmarks.haystack import generate
 from lvu.media.testing import make_video
-from lvu.runs.engine import make_benchmark, run, score_saved
+from lvu.api import run
+from lvu.runs.engine import make_benchmark, score_saved
 from lvu.runs.store import Store
 from lvu.types import RunSpec, SampleResult
 

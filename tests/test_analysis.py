@@ -26,7 +26,7 @@ from lvu.analysis.stats import bootstrap_mean, bootstrap_tables, mcnemar_exact, 
 from lvu.benchmarks.base import Breakdown
 from lvu.benchmarks.lvbench import CLUE_BINS, clue_bin
 from lvu.errors import LvuError
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 
 pytest.importorskip("rapidocr")

@@ -65,7 +65,7 @@ def test_comma_form_is_several_arguments_and_reaches_the_backend(capsys, monkeyp
         seen.update(model=model, **kw)
         raise Stop
 
-    monkeypatch.setattr("lvu.runs.engine.run", fake_run)
+    monkeypatch.setattr("lvu.api.run", fake_run)
     monkeypatch.setattr(sys, "argv", ["lvu", "run", "-b", "fake", "-m", "openai",
                                       "-a", f"model=x,base_url={LOCAL}", "-a", "seed=3"])
     with pytest.raises(Stop):

@@ -24,7 +24,7 @@ from lvu.errors import LvuError
 from lvu.media import asr
 from lvu.media.testing import make_video_with_audio, speak
 from lvu.runs.engine import Engine
-from lvu.runs.engine import run as run_engine
+from lvu.api import run as run_engine
 from lvu.runs.ray_workers import prepare_group
 from lvu.runs.store import Store
 from lvu.types import Sample, SubtitleRef, VideoRef

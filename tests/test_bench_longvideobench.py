@@ -408,7 +408,7 @@ def test_reference_numbers_are_consistent_with_the_papers_own_weights():
 
 
 def test_lvu_run_on_the_release_with_random_and_ocr_match(release, tmp_path):
-    from lvu.runs.engine import run
+    from lvu.api import run
 
     env = {"LVU_CACHE_DIR": str(tmp_path / "cache")}
     cli = subprocess.run([sys.executable, "-m", "lvu.cli", "run", "-b", "longvideobench", "-m", "random",

@@ -17,7 +17,8 @@ from lvu.benchmarks import mlvu
 from lvu.benchmarks.mlvu import HUB_REVISION, Mlvu, mlvu_indices, qa_template
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
-from lvu.runs.engine import run, score_saved
+from lvu.api import run
+from lvu.runs.engine import score_saved
 from lvu.types import Frame, Response, SampleResult
 
 NEEDLE_Q = "Where is the senior businessman having a serious conversation on the cell phone?"

@@ -29,7 +29,7 @@ from lvu.benchmarks.neptune_ref import REFERENCE
 from lvu.errors import LvuError
 from lvu.media.testing import make_video
 from lvu.models.base import MODELS, Model, register_model
-from lvu.runs.engine import run as run_engine
+from lvu.api import run as run_engine
 from lvu.runs.engine import score_saved
 from lvu.runs.store import Store
 from lvu.types import Prediction, Response, SampleResult, Subtitle, Text

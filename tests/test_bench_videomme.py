@@ -31,7 +31,7 @@ from lvu.benchmarks.videomme import (
 from lvu.benchmarks.videomme_ref import REFERENCE
 from lvu.errors import DataError, LvuError
 from lvu.media.testing import make_video
-from lvu.runs.engine import run as run_engine
+from lvu.api import run as run_engine
 from lvu.runs.engine import score_saved
 from lvu.runs.store import Store
 from lvu.types import Frame, Response, SampleResult, Subtitle, Text

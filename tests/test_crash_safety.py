@@ -22,7 +22,7 @@ import pytest
 import fakes  # noqa: F401  (registers the fake benchmark and models)
 from lvu.benchmarks.jsonl import write_samples
 from lvu.media.testing import make_video
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 from lvu.types import Sample, VideoRef
 
@@ -66,7 +66,7 @@ KILLED_RUN = textwrap.dedent(
     import sys
     sys.path.insert(0, {here!r})
     import fakes
-    from lvu.runs.engine import run
+    from lvu.api import run
     run("jsonl", "fake-follow-neutral", settings={{"data": {data!r}, "frames": 4}},
         model_args={{"delay": 0.15, "log": {log!r}}}, results_dir={results!r}, concurrency=2,
         decode=sys.argv[1], show_progress=False, report=False)

@@ -18,7 +18,8 @@ from lvu.errors import LvuError
 from lvu.media.testing import make_video
 from lvu.models.openai_compat import OpenAICompat
 from lvu.models.testing_server import FakeOpenAIServer
-from lvu.runs.engine import benchmark_of, run
+from lvu.api import run
+from lvu.runs.engine import benchmark_of
 from lvu.runs.judging import judge_stored
 from lvu.runs.pipeline import DEAD_ENDPOINT_CALLS, EndpointDown, EndpointWatch
 from lvu.runs.store import Store
@@ -258,3 +259,46 @@ def test_unreachable_is_set_for_connection_failures_only():
             server.script("500", "timeout", "drop")
             answers = [asyncio.run(ask(m)) for _ in range(3)]
             assert [a.unreachable for a in answers] == [False, False, True], [a.error for a in answers]
+
+
+# ---- gemini: the same three behaviours, through a mock transport ----------------------------------------
+
+
+def test_gemini_fresh_preflight_and_unreachable(monkeypatch, tmp_path):
+    pytest.importorskip("google.genai.types", reason="google-genai not installed")
+    import httpx
+
+    from lvu.models.gemini import Gemini
+
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test")
+    replies, calls = ["A"], []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if request.method == "GET":
+            return httpx.Response(404)  # the host answers: reachable
+        return httpx.Response(200, json={"candidates": [{"content": {"role": "model", "parts": [{"text": replies[0]}]},
+                                                         "finishReason": "STOP"}]})
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    def model(handler) -> Gemini:
+        m = Gemini(model="gemini-test", cache=str(tmp_path / "responses"), max_retries=0)
+        m._httpx_client_factory = lambda: httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        return m
+
+    prompt = Prompt(parts=[Text(text="Q?")])
+    asyncio.run(model(server).preflight())
+    assert asyncio.run(model(server).generate(prompt)).text == "A"
+    replies[0] = "B"
+    assert asyncio.run(model(server).generate(prompt)).text == "A"  # cached
+    fresh = model(server)
+    fresh.bypass_cache()
+    assert asyncio.run(fresh.generate(prompt)).text == "B"
+    assert asyncio.run(model(server).generate(prompt)).text == "B"  # the fresh answer was written back
+
+    with pytest.raises(LvuError, match="^gemini: cannot reach https://generativelanguage.googleapis.com: "):
+        asyncio.run(model(refused).preflight())
+    failed = asyncio.run(model(refused).generate(Prompt(parts=[Text(text="not cached?")])))
+    assert failed.error and failed.unreachable

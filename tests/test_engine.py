@@ -1,5 +1,5 @@
 import fakes  # noqa: F401  (registers the fake benchmark and model)
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 
 

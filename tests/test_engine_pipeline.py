@@ -14,8 +14,9 @@ from lvu.errors import LvuError
 from lvu.media.cache import FrameCache
 from lvu.media.testing import make_video
 from lvu.models.base import Model, register_model
-from lvu.runs.engine import Engine, make_spec, run
-from lvu.runs.progress import PipelineProgress
+from lvu.api import run
+from lvu.runs.engine import Engine, make_spec
+from lvu.progress import PipelineProgress
 from lvu.runs.store import Store
 from lvu.types import Prompt, Response, Sample, VideoRef
 

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 import fakes  # noqa: F401  (registers the fake benchmark and model)
 from lvu.cli import app
-from lvu.runs.engine import benchmark_of, run
+from lvu.api import run
+from lvu.runs.engine import benchmark_of
 from lvu.runs.store import Store
 
 

@@ -19,7 +19,7 @@ import tiny_vlms  # noqa: E402
 from lvu.benchmarks.jsonl import write_samples  # noqa: E402
 from lvu.errors import LvuError  # noqa: E402
 from lvu.models.hf import HFModel  # noqa: E402
-from lvu.runs.engine import run  # noqa: E402
+from lvu.api import run  # noqa: E402
 from lvu.runs.store import Store  # noqa: E402
 from lvu.types import Frame, Prompt, Sample, Subtitle, Text, VideoRef  # noqa: E402
 

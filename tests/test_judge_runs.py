@@ -17,7 +17,7 @@ import pytest
 from lvu.benchmarks.neptune import NeptuneOpen
 from lvu.media.testing import make_video
 from lvu.models.testing_server import FakeOpenAIServer
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 from lvu.types import SampleResult
 

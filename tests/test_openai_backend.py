@@ -367,7 +367,7 @@ def test_bad_arguments_are_one_line_errors(monkeypatch):
 
 
 def test_engine_run_against_the_server(tmp_path):
-    from lvu.runs.engine import run
+    from lvu.api import run
     from lvu.runs.store import Store
 
     make_video(tmp_path / "v.mp4", seconds=3, fps=10, gop=10)

@@ -232,7 +232,7 @@ def test_module_in_the_current_folder_is_found(tmp_path, monkeypatch):
 
 
 def test_run_spec_stores_the_name_as_typed(tmp_path, monkeypatch, tiny_jsonl):
-    from lvu.runs.engine import run
+    from lvu.api import run
     from lvu.runs.store import Store
 
     (tmp_path / "specmod.py").write_text(ECHO)

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-from lvu.runs.progress import LoggedProgress, RecentRate, progress_interval
+from lvu.progress import LoggedProgress, RecentRate, progress_interval
 
 
 class Clock:

@@ -17,7 +17,7 @@ from lvu.benchmarks.base import register_benchmark
 from lvu.errors import LvuError
 from lvu.models.base import register_model
 from lvu.models.testing_server import FakeOpenAIServer
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 from lvu.types import Prompt, Response
 
@@ -259,3 +259,32 @@ def test_cli_runs_on_ray(tmp_path):
     assert out.exit_code == 0, out.output
     info = Store(tmp_path).run()
     assert info.env["executor"]["name"] == "ray" and info.n_samples == 4 and info.n_errors == 0
+
+
+def test_endpoint_faults_on_ray_preflight_fresh_and_early_stop(tmp_path):
+    """As the local engine (tests/test_endpoint_faults.py): a dead endpoint is one line before the
+    run (checked on the replicas), --fresh asks again instead of reading the response cache, and an
+    endpoint that drops every call stops the run early."""
+    import socket
+
+    from lvu.runs.pipeline import DEAD_ENDPOINT_CALLS, EndpointDown
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    kw = dict(executor="ray", ray_args=RAY_ARGS, show_progress=False, report=False, results_dir=tmp_path)
+    with pytest.raises(LvuError, match=f"^openai: cannot reach {dead}: connection refused"):
+        run("fake", "openai", settings={"n": 4}, model_args={"model": "m", "base_url": dead}, **kw)
+    with FakeOpenAIServer(answer="(A)") as server:
+        args = {"model": "m", "base_url": server.base_url, "max_retries": 0}  # the response cache is on
+        first = run("fake", "openai", settings={"n": 4}, model_args=args, **kw)
+        server.answer = "(B)"
+        again = run("fake", "openai", settings={"n": 4}, model_args=args, fresh=True, **kw)
+        assert {r["response"] for r in stored(tmp_path, again.run_id).values()} == {"(B)"}
+        assert again.run_id == first.run_id and len(server.chat_requests()) == 8
+
+        server.fault_rate, server.faults = 1.0, ("drop",)
+        with pytest.raises(EndpointDown, match="endpoint is gone"):
+            run("fake", "openai", settings={"n": 40}, model_args=args, **kw)
+        in_flight = 4 * RAY_ARGS["num_replicas"]  # concurrency 4 per replica
+        assert len(server.chat_requests()) - 8 <= DEAD_ENDPOINT_CALLS + in_flight

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import fakes
 from lvu.benchmarks.base import register_benchmark
 from lvu.cli import app
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 
 

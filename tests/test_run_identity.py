@@ -19,7 +19,8 @@ import fakes  # noqa: F401  (registers fake-follow)
 from lvu.cli import app
 from lvu.errors import DataError
 from lvu.runs import identity
-from lvu.runs.engine import resolve_spec, run
+from lvu.api import run
+from lvu.runs.engine import resolve_spec
 from lvu.runs.store import Store
 from lvu.types import RunSpec, SampleResult
 from test_bench_lvbench import release  # noqa: F401  (the LVBench release fixture)
@@ -93,7 +94,7 @@ def test_a_replaced_video_or_subtitle_changes_the_fingerprint(tmp_path, tmp_vide
 
 def test_a_stored_answer_to_a_changed_question_is_never_reused(tmp_path, monkeypatch):
     """Even when the run id stays the same (here forced), a record whose sample changed is redone."""
-    monkeypatch.setattr("lvu.runs.engine.data_fingerprint", lambda samples, bad: "pinned")
+    monkeypatch.setattr("lvu.runs.engine.data_fingerprint", lambda samples, bad, digests=None: "pinned")
     data = write_questions(tmp_path / "q.jsonl", [0, 0, 0, 0])
     log = tmp_path / "calls.log"
     settings = {"data": str(data), "frames": 0}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import fakes  # noqa: F401  (registers fake-follow)
 from lvu.media.testing import SyntheticVideo, make_video
-from lvu.runs.engine import run
+from lvu.api import run
 from lvu.runs.store import Store
 
 CUES = [(0.5, 2.5, "the red fox enters"), (4.0, 6.0, "a quiet pause"), (8.0, 10.5, "the fox leaves <b>now</b>")]

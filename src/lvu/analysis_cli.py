@@ -11,18 +11,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from lvu.console_output import fold_cells, make_console
+from lvu.cli_common import ResultsDir, console, err_console, parse_kv
+from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
     from lvu.analysis.runs import RunData
     from lvu.analysis.table import Table
 
-console = make_console()
-err_console = make_console(stderr=True)
-
-ResultsDir = Annotated[Optional[Path], typer.Option(
-    "--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")]
 Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run).")]
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
@@ -154,7 +150,7 @@ def analyse(
     frames-curve, single-frame-bias and modality compare runs: pass them, or pass one and the
     stored runs that form its sweep / ablation are found."""
     from lvu.analysis import analyses, sweeps
-    from lvu.analysis.plots import save
+    from lvu.analysis.plots import plot_analysis, save
     from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
 
     if name not in ANALYSES:
@@ -180,7 +176,7 @@ def analyse(
     print_summary(result.summary)
     if plot:
         plot.parent.mkdir(parents=True, exist_ok=True)
-        save(result.plot(), plot)
+        save(plot_analysis(result), plot)
         console.print(f"plot: {plot}")
 
 
@@ -213,7 +209,6 @@ def certificate(
     import json
 
     from lvu.analysis.certificate import run_certificates, summarize
-    from lvu.cli import parse_kv
 
     settings = {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")}
     certs = run_certificates(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"),
@@ -227,8 +222,8 @@ def certificate(
         out.write_text("".join(json.dumps({**c.__dict__, "effort": c.effort}) + "\n" for c in certs), encoding="utf-8")
         console.print(f"wrote {len(certs)} rows to {out}")
     if plot:
-        from lvu.analysis.plots import save
+        from lvu.analysis.plots import plot_analysis, save
 
-        save(analysis.plot(), plot)
+        save(plot_analysis(analysis), plot)
         console.print(f"plot: {plot}")
     raise typer.Exit(1 if any(c.error for c in certs) else 0)

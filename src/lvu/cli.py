@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -43,82 +42,23 @@ from lvu.judge_cli import judge_app  # noqa: E402  (typer + rich only)
 app.add_typer(judge_app, name="judge")
 from lvu.results_cli import results_app  # noqa: E402  (typer + rich only)
 app.add_typer(results_app, name="results")
-from lvu.runs.commands import sweep as _sweep_command  # noqa: E402  (typer + rich only)
+from lvu.run_cli import sweep as _sweep_command  # noqa: E402  (typer + rich only)
 app.command("sweep")(_sweep_command)
 from lvu.import_cli import import_results as _import_command  # noqa: E402  (typer + rich only)
 app.command("import")(_import_command)
-from lvu.console_output import fold_cells, hide_flag_types, make_console  # noqa: E402
+from lvu.cli_common import (  # noqa: E402  (shared by the command modules; imported here by name too)
+    KV_HELP,
+    ResultsDir,
+    check_limit,
+    check_tags,
+    console,
+    err_console,
+    parse_kv,
+    print_tables,
+)
+from lvu.console_output import fold_cells, hide_flag_types  # noqa: E402
 
 hide_flag_types()
-console = make_console()
-err_console = make_console(stderr=True)
-
-ResultsDir = Annotated[
-    Optional[Path],
-    typer.Option("--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results)."),
-]
-
-
-_KV_PIECE = re.compile(r"[A-Za-z_][\w.]*=")
-KV_HELP = ("KEY=VALUE (repeatable); K1=V1,K2=V2 is several pairs when every comma piece is KEY=VALUE "
-           "— quote a value with commas as JSON: K='\"a,b=c\"'")
-
-
-def split_pairs(item: str, what: str) -> list[str]:
-    """`k1=v1,k2=v2` (the lmms-eval habit) as ["k1=v1", "k2=v2"]: split at commas only when the
-    value is not JSON and every comma piece is KEY=VALUE with an identifier key. A value with
-    commas and no KEY= piece (`prompt=a,b`) stays whole; one where only some pieces look like
-    KEY=VALUE is ambiguous and refused, since guessing either way silently misreads the run."""
-    value = item.split("=", 1)[1]
-    if "," not in value:
-        return [item]
-    try:
-        json.loads(value)
-        return [item]  # a JSON list, object or string keeps its commas
-    except json.JSONDecodeError:
-        pass
-    pieces = item.split(",")
-    keyed = [bool(_KV_PIECE.match(p)) for p in pieces[1:]]
-    if not any(keyed):
-        return [item]
-    if all(keyed) and _KV_PIECE.match(pieces[0]):
-        return pieces
-    raise LvuError(f"{what} {item!r} mixes KEY=VALUE pieces with other comma-separated text — pass one "
-                   f"{what} per pair, or quote a value with commas as JSON: {what} 'KEY=\"a,b\"'")
-
-
-def parse_kv(items: list[str], what: str) -> dict[str, object]:
-    """`k=v` pairs (`k1=v1,k2=v2` too: `split_pairs`); values parsed as JSON when they look like it
-    (numbers, true/false, lists, objects, "quoted strings"), else kept as text. Each backend or
-    benchmark converts its values with lvu.args (so `False` and `no` are false there too)."""
-    out: dict[str, object] = {}
-    for item in items:
-        if "=" not in item or not item.split("=", 1)[0].strip():
-            raise LvuError(f"{what} {item!r} is not KEY=VALUE — e.g. {what} temperature=0")
-        for pair in split_pairs(item, what):
-            key, value = pair.split("=", 1)
-            try:
-                out[key] = json.loads(value)
-            except json.JSONDecodeError:
-                out[key] = value
-    return out
-
-
-def check_limit(limit: int | None) -> None:
-    """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
-    if limit is not None and limit < 1:
-        raise LvuError(f"--limit {limit}: must be at least 1 (the first K samples) — leave --limit out to run them all")
-
-
-def print_tables(tables, title: str) -> None:
-    for t in tables:
-        table = Table(title=f"{title} — {t.title}" if t.title != "overall" else title, title_justify="left")
-        table.add_column(t.title if t.title != "overall" else "")
-        table.add_column("n", justify="right")
-        table.add_column("score %", justify="right")
-        for name, n, score in t.rows:
-            table.add_row(name, str(n), f"{score:.1f}")
-        console.print(fold_cells(table))
 
 
 @app.command()
@@ -135,7 +75,7 @@ def run(
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help=f"Model argument, {KV_HELP}.")] = [],
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples (K >= 1).")] = None,
     concurrency: Annotated[int, typer.Option(help="Samples in flight at once.")] = 4,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Discard stored results of this exact run and start over.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Discard stored results of this exact run and start over, asking the model again (no cached answers).")] = False,
     results_dir: ResultsDir = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip writing the HTML report.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Decode every time instead of using the shared frame cache.")] = False,
@@ -156,14 +96,12 @@ def run(
     Re-running the same command resumes: samples already stored are not recomputed.
     Exit code 0 when every sample was scored, 1 when some failed (they are recorded), 2 on bad usage.
     """
-    from lvu.runs.engine import run as run_engine
-
-    from lvu.results_cli import check_tags
+    from lvu.api import run as run_engine
 
     check_limit(limit)
     tags = check_tags(tag)
     if config is not None:
-        from lvu.runs.commands import run_spec_file
+        from lvu.run_cli import run_spec_file
 
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
                       overrides={"limit": limit} if limit is not None else {}, tags=tags)
@@ -173,7 +111,7 @@ def run(
     settings.update(parse_kv(setting, "--set"))
     benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
     if len(benchmarks) > 1:
-        from lvu.runs.commands import run_benchmarks
+        from lvu.run_cli import run_benchmarks
 
         options = {"limit": limit, "concurrency": concurrency, "asr": asr, "decode": decode,
                    "decode_workers": decode_workers, "judge": judge, "judge_args": parse_kv(judge_arg, "--judge-arg"),
@@ -264,7 +202,7 @@ def data_check(
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. split=val).")] = [],
 ) -> None:
     """Validate a benchmark's release files: counts against the paper, ids, answers, media present."""
-    from lvu.runs.engine import make_benchmark
+    from lvu.runs.grading import make_benchmark
 
     settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
                 **parse_kv(setting, "--set")}
@@ -287,7 +225,7 @@ def score(
 ) -> None:
     """Score saved model responses with the official extraction and aggregation (no model is run, nothing
     is stored: `lvu import` stores the same scores as a run)."""
-    from lvu.runs.engine import make_benchmark
+    from lvu.runs.grading import make_benchmark
     from lvu.runs.importer import grade_rows
     from lvu.runs.saved_files import read_saved
 
@@ -327,7 +265,7 @@ def frames(
     plan: Annotated[str, typer.Option(help="Sampling plan: uniform:N, fps:F\\[:max=M], lvb:N, lmms:N, vlmevalkit:N, center, first, all1fps.")] = "uniform:32",
     approximate: Annotated[bool, typer.Option("--approximate", help="Nearest keyframe at or before each time (fast, inexact).")] = False,
     resize: Annotated[Optional[int], typer.Option(help="Shorter side in pixels (never upscales).")] = None,
-    format: Annotated[str, typer.Option("--format", help="jpg or png.")] = "jpg",
+    format: Annotated[str, typer.Option("--format", help="jpg (quality 95) or png (lossless; zlib level 1: fast, ~20% larger than level 6).")] = "jpg",
 ) -> None:
     """Write the frames a plan samples from VIDEO, plus frames.json (index, pts seconds, frame number)."""
     from lvu.args import as_int
@@ -406,7 +344,7 @@ def cache_warm(
     from lvu.media.cache import FrameCache
     from lvu.media.extract import warm
     from lvu.media.video import probe
-    from lvu.runs.engine import make_benchmark
+    from lvu.runs.grading import make_benchmark
 
     settings = {"frames": frames, "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))

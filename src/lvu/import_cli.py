@@ -35,7 +35,7 @@ def import_results(
     """
     from rich.markup import escape
 
-    from lvu.cli import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
+    from lvu.cli_common import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.importer import import_file
 

@@ -36,7 +36,7 @@ Dev = Annotated[Path, typer.Option("--dev", help="Labelled dev set: JSONL rows o
 
 def _make_judge(name: str | None, args: list[str], threshold: float | None = None,
                 threshold_file: Path | None = None) -> Judge:
-    from lvu.cli import parse_kv
+    from lvu.cli_common import parse_kv
     from lvu.scoring.judges import make_judge
 
     if not name:
@@ -46,7 +46,7 @@ def _make_judge(name: str | None, args: list[str], threshold: float | None = Non
 
 def _judge_dev(judge: Judge, rows: list[DevRow], concurrency: int) -> list[float | None]:
     """P(equivalent) per dev row (None where the judge call failed; failures are reported)."""
-    from lvu.cli import err_console
+    from lvu.cli_common import err_console
     from lvu.scoring.judges import judge_rows
 
     judgements = asyncio.run(judge_rows(judge, rows, concurrency=concurrency))
@@ -74,7 +74,7 @@ def score_run(
     judge: JudgeName = None,
     judge_arg: JudgeArgs = [],
     llm_extract: Annotated[bool, typer.Option("--llm-extract", help="Also map multiple-choice replies without an option to one with the judge.")] = False,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Re-judge samples this judge has judged already.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Re-judge samples this judge has judged already, asking the judge again (no cached answers).")] = False,
     concurrency: Concurrency = 8,
     threshold: Threshold = None,
     threshold_file: ThresholdFile = None,
@@ -85,8 +85,8 @@ def score_run(
     Open-ended and generation samples (and, with --llm-extract, multiple-choice replies without an
     option) are judged and their records updated. Resumable: samples already judged by the same
     judge (model and threshold) are skipped unless --fresh."""
-    from lvu.cli import console, err_console, print_tables
-    from lvu.runs.engine import benchmark_of
+    from lvu.cli_common import console, err_console, print_tables
+    from lvu.runs.grading import benchmark_of
     from lvu.runs.identity import require_same_data
     from lvu.runs.judging import judge_stored
     from lvu.runs.store import Store
@@ -121,7 +121,7 @@ def calibrate_command(
 
     The F1-maximising threshold is stored for this judge; later uses of the same judge (model and
     arguments) load it."""
-    from lvu.cli import console
+    from lvu.cli_common import console
     from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set, save_calibration
 
     rows = read_dev_set(dev)
@@ -153,7 +153,7 @@ def eval_command(
     Each metric at its F1-maximising threshold (the shape of Neptune's Table 2); a judge also at
     its own stored (or given) threshold. The paper's Table 2 is printed beside for reference."""
     from lvu.benchmarks.neptune_ref import JUDGE_REFERENCE
-    from lvu.cli import console, err_console
+    from lvu.cli_common import console, err_console
     from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set
 
     if not metric and not judge:

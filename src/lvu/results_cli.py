@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.table import Table
 
+from lvu.cli_common import check_tags
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -34,14 +35,6 @@ ResultsDir = Annotated[
 ]
 RunRef = Annotated[Optional[str], typer.Argument(help="Run id or prefix (default: the latest run).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
-
-
-def check_tags(tags: list[str]) -> list[str]:
-    """Tags as given, refusing empty ones and ones with commas or spaces (they would not filter cleanly)."""
-    for tag in tags:
-        if not tag or any(c in tag for c in ", \t\n"):
-            raise LvuError(f"tag {tag!r}: must be non-empty, without spaces or commas — e.g. --tag paper-v2")
-    return list(dict.fromkeys(tags))
 
 
 def local_time(stamp: float) -> str:
@@ -100,16 +93,17 @@ def results_list(
     """List stored runs, newest first: samples stored without error / the benchmark's samples,
     failed samples, the headline score (the benchmark's own overall row), the status, tags and
     when the run was last updated."""
-    from lvu.cli import console
-    from lvu.runs.headline import stored_headline
+    from lvu.cli_common import console
+    from lvu.runs.summaries import run_headlines
     from lvu.runs.store import Store
 
     store = Store(results_dir)
     kept = _filtered(store, benchmark, model, tag, since)
+    scores = run_headlines(store, [r for r, _ in kept])  # cached per run: O(runs) unless samples changed
     if as_json:
         rows = []
         for r, run_tags in kept:
-            top = stored_headline(r.spec, store.results(r.run_id))
+            top = scores[r.run_id]
             rows.append({"run_id": r.run_id, "benchmark": r.benchmark, "model": r.model, "settings": _settings(r),
                          "coverage": {"n_ok": r.n_ok, "n_total": r.n_total}, "errors": r.n_errors,
                          "score": None if top is None else {"value": top.value, "row": top.row, "n": top.n},
@@ -124,9 +118,9 @@ def results_list(
     for col in ("benchmark", "model", "settings", "samples", "errors", "score %", "status", "tags"):
         table.add_column(col)
     table.add_column("updated", no_wrap=True)
-    for r, run_tags in kept:  # the score aggregates every stored result of every run: slow for huge stores
+    for r, run_tags in kept:
         settings = ", ".join(f"{k}={v}" for k, v in _settings(r).items())
-        top = stored_headline(r.spec, store.results(r.run_id))
+        top = scores[r.run_id]
         table.add_row(r.run_id, r.benchmark, r.model, settings, r.coverage, str(r.n_errors),
                       top.text() if top else "", r.status, ",".join(run_tags), local_time(r.updated))
     console.print(fold_cells(table))
@@ -135,7 +129,7 @@ def results_list(
 @results_app.command("show")
 def results_show(run_id: RunRef = None, as_json: AsJson = False, results_dir: ResultsDir = None) -> None:
     """Show a run's spec, environment, breakdown tables and failed samples."""
-    from lvu.cli import console, err_console, print_tables
+    from lvu.cli_common import console, err_console, print_tables
     from lvu.runs.engine import benchmark_of
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.identity import predates_fingerprints
@@ -180,7 +174,7 @@ def results_tag(
     results_dir: ResultsDir = None,
 ) -> None:
     """Tag a run (or remove a tag with --untag); `lvu results list --tag NAME` lists the tagged runs."""
-    from lvu.cli import console
+    from lvu.cli_common import console
     from lvu.runs.store import Store
 
     check_tags([name])
@@ -203,7 +197,7 @@ def results_delete(
     results_dir: ResultsDir = None,
 ) -> None:
     """Delete a run: its row, stored samples and tags, and its reports (reports/<run_id>*.html)."""
-    from lvu.cli import console
+    from lvu.cli_common import console
     from lvu.runs.store import Store
 
     store = Store(results_dir)
@@ -227,7 +221,7 @@ def results_submit(
     results_dir: ResultsDir = None,
 ) -> None:
     """Write a run's predictions in the benchmark's official submission format (hidden-answer splits)."""
-    from lvu.cli import console
+    from lvu.cli_common import console
     from lvu.runs.engine import benchmark_of
     from lvu.runs.store import Store
 
@@ -249,7 +243,7 @@ def results_export(
     results_dir: ResultsDir = None,
 ) -> None:
     """Export one row per sample (run_id, sample_id, prediction, score, correct, error, ...)."""
-    from lvu.cli import err_console
+    from lvu.cli_common import err_console
     from lvu.runs.store import Store
 
     if format not in ("jsonl", "csv"):

@@ -244,6 +244,15 @@ class SampleResult(BaseModel):
     record only while the sample is unchanged. None in records stored before lvu kept it."""
 
 
+class Breakdown(BaseModel):
+    """One table of a report: rows of (group, n, score). Benchmarks' `aggregate` makes them in the
+    paper's layout; scoring/choice.py has the generic per-label ones."""
+
+    title: str
+    rows: list[tuple[str, int, float]]
+    """(group name, samples counted, mean score in percent)."""
+
+
 def as_rgb(image: Any) -> np.ndarray:
     """Normalise an image-like (PIL or array) to a contiguous RGB uint8 array."""
     arr = np.asarray(image)

@@ -154,7 +154,7 @@ def run_certificates(benchmark: str, model: str, *, settings: dict[str, Any] | N
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from lvu.runs.engine import Engine, make_spec
-    from lvu.runs.progress import LoggedProgress
+    from lvu.progress import LoggedProgress
 
     _, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
     samples = [s for s in bench.load()[0] if s.options and s.answer is not None][:limit]

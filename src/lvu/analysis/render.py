@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from lvu.analysis.report import Report, Section
+from lvu.analysis.document import Report, Section
 from lvu.analysis.table import Table, cell_text
 from lvu.types import LETTERS, SampleResult
 

@@ -1,11 +1,12 @@
 """Reports of stored runs: the benchmark's official tables with bootstrap CIs, the paper's rows
 beside them, every analysis that applies (with plots), and each sample's details.
 
-`build_report(runs)` makes a Report (sections of tables, figures and findings); render.py writes
-it as self-contained HTML (plots embedded as PNG) or Markdown (plots as PNG files beside it).
+`build_report(runs)` makes a Report (sections of tables, figures and findings: document.py);
+render.py writes it as self-contained HTML (plots embedded as PNG) or Markdown (plots as PNG files
+beside it).
 Several runs in one report add the cross-run analyses they make possible: frame sweeps (curve
 and single-frame bias), modality ablations, Video-MME's Table 4 with and without subtitles (and
-deltas), Neptune's MCQ + open-ended Table 3 row. `write_report` is what `lvu run` calls.
+deltas), Neptune's MCQ + open-ended Table 3 row. `write_report` is what `lvu run` calls (lvu.api).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from lvu.analysis import analyses, sweeps
 from lvu.analysis.compare import compare_paper, compare_runs
-from lvu.analysis.plots import missing_matplotlib, plot_groups, to_png
+from lvu.analysis.document import Figure, Report, Section
+from lvu.analysis.plots import missing_matplotlib, plot_analysis, plot_groups, to_png
 from lvu.analysis.runs import RunData, family, frame_sweeps, model_key, modality_groups, sweep_name
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
 from lvu.analysis.table import Analysis, Table
@@ -31,35 +33,6 @@ from lvu.types import SampleResult
 
 MAX_PAPER_ROWS = 25
 """Paper rows shown in a report's comparison (`lvu compare --paper` shows them all)."""
-
-
-@dataclass
-class Figure:
-    caption: str
-    png: bytes
-
-
-@dataclass
-class Section:
-    """A titled block of a report. `samples` (a run's results) renders as the per-sample table."""
-
-    title: str
-    anchor: str
-    level: int = 2
-    text: list[str] = field(default_factory=list)
-    summary: list[tuple[str, str]] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)
-    samples: RunData | None = None
-
-
-@dataclass
-class Report:
-    title: str
-    sections: list[Section]
-    notes: list[str] = field(default_factory=list)
-    viewer_url: str | None = None
-    """Base URL of `lvu view`: sample ids then link to its sample pages."""
 
 
 class _Figures:
@@ -86,7 +59,7 @@ def _analysis_section(a: Analysis, anchor: str, figs: _Figures, level: int = 3) 
     table = a.table()
     table.title = ""  # the section's title says it
     section = Section(a.title, anchor, level, summary=list(a.summary), tables=[table])
-    figs.add(section, a.title, a.plot)
+    figs.add(section, a.title, partial(plot_analysis, a))
     return section
 
 
@@ -156,7 +129,7 @@ def cross_run_sections(runs: list[RunData], figs: _Figures, *, n_boot: int, seed
                 continue
             section.summary += a.summary
             section.tables.append(a.table())
-            figs.add(section, a.title, a.plot)
+            figs.add(section, a.title, partial(plot_analysis, a))
         out.append(section)
     for k, group in enumerate(modality_groups(runs)):
         a = sweeps.modality(group, n_boot=n_boot, seed=seed)
@@ -242,7 +215,7 @@ def write_report(run: RunInfo, results: list[SampleResult], tables: list[Breakdo
                  notes: list[str] | None = None) -> Path:
     """The report `lvu run` writes after a run: `reports/<run_id>.html` under the results dir (or `out`).
     `results` and `tables` must cover the same samples (a `--limit` run passes only its own, and
-    its own `out`, with a note saying so: engine.finish_run)."""
+    its own `out`, with a note saying so: lvu.api.write_run_report)."""
     data = RunData(run, results, notes=list(notes or []))
     data.__dict__["tables"] = tables  # already aggregated by the run: reuse them
     path = Path(out) if out else Path(results_dir) / "reports" / f"{run.run_id}.html"

@@ -37,7 +37,7 @@ class RunData:
     @cached_property
     def bench(self) -> Benchmark | None:
         """The run's benchmark (for its official aggregate); None when it cannot be rebuilt here."""
-        from lvu.runs.engine import benchmark_of
+        from lvu.runs.grading import benchmark_of
 
         try:
             return benchmark_of(self.spec)

@@ -40,7 +40,7 @@ def cell_text(cell: Any, digits: int = 1) -> str:
 class Analysis:
     """One analysis result: values of one or more series over ordered x groups.
 
-    `table()` gives the numbers, `plot()` a matplotlib Figure."""
+    `table()` gives the numbers; `lvu.analysis.plots.plot_analysis` draws it (a matplotlib Figure)."""
 
     name: str
     """The `lvu analyse` name (frames-curve, depth, ...)."""
@@ -67,11 +67,6 @@ class Analysis:
             n = next((c.n for c in cells if isinstance(c, Estimate) and c.n), None)
             rows.append([x, *cells, n])
         return Table(self.title, [self.x_label, *names, "n"], rows, list(self.notes))
-
-    def plot(self):
-        from lvu.analysis.plots import plot_analysis
-
-        return plot_analysis(self)
 
 
 # ---- per-sample helpers ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from lvu.registry import Registry
+from lvu.types import Breakdown  # noqa: F401  (lives with the other nouns; imported from here too)
 from lvu.types import Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle
 
 if TYPE_CHECKING:
@@ -26,14 +27,6 @@ class BadRecord(BaseModel):
 
     id: str
     error: str
-
-
-class Breakdown(BaseModel):
-    """One table of a report: rows of (group, n, score)."""
-
-    title: str
-    rows: list[tuple[str, int, float]]
-    """(group name, samples counted, mean score in percent)."""
 
 
 class Benchmark(ABC):

@@ -32,22 +32,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
-from lvu.errors import DataError, LvuError
+from lvu.benchmarks.loading import RecordError, Unparsed, collect_samples, json_lines, read_text
+from lvu.errors import LvuError
 from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring.choice import extract_letter, format_options
-from lvu.types import (
-    LETTERS,
-    Frame,
-    InputPlan,
-    Prediction,
-    Prompt,
-    Response,
-    Sample,
-    Score,
-    Subtitle,
-    Text,
-)
+from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text
 
 PROMPT_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 OPEN_INSTRUCTION = "Answer the question briefly."
@@ -66,47 +56,30 @@ def read_samples(path: str | Path, *, video_dir: str | Path | None = None) -> tu
     BadRecord(id="file:line"). A missing or unreadable file raises DataError.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found — pass the path of a .jsonl sample file ({FORMAT_DOC})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({e}) — it must be a UTF-8 text file, one JSON object per line") from None
+    text = read_text(path, missing=f"pass the path of a .jsonl sample file ({FORMAT_DOC})",
+                     unreadable="it must be a UTF-8 text file, one JSON object per line")
     base = path.parent
     media_base = Path(video_dir) if video_dir is not None else base
-    samples: list[Sample] = []
-    bad: list[BadRecord] = []
-    seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            sample = _parse_line(line, default_benchmark=path.stem)
-            if sample.id in seen:
-                raise _LineError(f"id {sample.id!r} repeats line {seen[sample.id]} — give every sample a unique id")
-        except _LineError as e:
-            bad.append(BadRecord(id=where, error=f"{where}: {e}"))
-            continue
-        seen[sample.id] = lineno
-        sample.video.path = _resolve(sample.video.path, media_base)
+    resolved: dict[tuple[str, Path], str] = {}  # many samples share a video: resolve each path once
+
+    def to_sample(where: str, record: Any) -> Sample:
+        sample = _record_sample(record, default_benchmark=path.stem)
+        sample.video.path = _resolve(sample.video.path, media_base, resolved)
         if sample.subtitles is not None:
-            sample.subtitles.path = _resolve(sample.subtitles.path, base)
-        samples.append(sample)
-    return samples, bad
+            sample.subtitles.path = _resolve(sample.subtitles.path, base, resolved)
+        return sample
+
+    return collect_samples(  # where = "<path>:<line>"
+        json_lines(text, path), to_sample,
+        repeated=lambda sid, first: f"id {sid!r} repeats line {first.rpartition(':')[2]} — give every sample a unique id")
 
 
-class _LineError(Exception):
-    """'<what> — <fix>' for one line."""
-
-
-def _parse_line(line: str, *, default_benchmark: str) -> Sample:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise _LineError(f"not valid JSON ({e.msg} at column {e.colno}) — each line must be one JSON object") from None
+def _record_sample(record: Any, *, default_benchmark: str) -> Sample:
+    """One line's record (or why it is not JSON) as a Sample; RecordError says what to fix."""
+    if isinstance(record, Unparsed):
+        raise RecordError(f"{record} — each line must be one JSON object")
     if not isinstance(record, dict):
-        raise _LineError(f"a JSON {type(record).__name__}, not an object — "
+        raise RecordError(f"a JSON {type(record).__name__}, not an object — "
                          f"each line must be one sample object ({FORMAT_DOC})")
     record.setdefault("benchmark", default_benchmark)
     if isinstance(record.get("video"), str):  # shorthand: "video": "path.mp4"
@@ -119,19 +92,21 @@ def _parse_line(line: str, *, default_benchmark: str) -> Sample:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"]) or "record"
         more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise _LineError(f"{field}: {err['msg'].lower()}{more} — fix the field ({FORMAT_DOC})") from None
+        raise RecordError(f"{field}: {err['msg'].lower()}{more} — fix the field ({FORMAT_DOC})") from None
     n = len(sample.options)
     if n and sample.answer is not None and (not isinstance(sample.answer, int) or not 0 <= sample.answer < n):
-        raise _LineError(
+        raise RecordError(
             f"answer {sample.answer!r} is not an index into {n} options — "
             f"use the 0-based index of the correct option (0..{n - 1}) or null"
         )
     return sample
 
 
-def _resolve(p: str, base: Path) -> str:
-    path = Path(p).expanduser()
-    return str(path if path.is_absolute() else (base / path).resolve())
+def _resolve(p: str, base: Path, memo: dict[tuple[str, Path], str]) -> str:
+    if (p, base) not in memo:
+        path = Path(p).expanduser()
+        memo[p, base] = str(path if path.is_absolute() else (base / path).resolve())
+    return memo[p, base]
 
 
 def write_samples(path: str | Path, samples: list[Sample]) -> Path:

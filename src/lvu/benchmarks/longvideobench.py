@@ -5,15 +5,8 @@ Tasks: `longvideobench` (frames + subtitles interleaved, the paper's input), `lo
 `split`: val (1,337 questions / 752 videos, answers public) or test (5,341 / 3,011, answers hidden:
 `write_submission`). `frames=0` with subtitles none is the question-only probe.
 
-Release layout (`--data DIR`, the HF repo unpacked): `lvb_val.json`, `lvb_test_wo_gt.json`,
-`videos/<video_path>`, `subtitles/<subtitle_path>` (`--video-dir`, `--set subtitle_dir=` move them).
-`--data FILE.json` reads one annotation file (its name sets the split). `--data hf:` (or no `--data`
-while LVU_OFFLINE is unset) reads HF_DATASET's parquet splits with `datasets`, media from
-`$HF_HOME/longvideobench/{videos,subtitles}` (where lmms-eval unpacks them). Both schemas go through
-`record_to_sample`: JSON `candidates` (4-5 options) or parquet `option0..option4` ("N/A" padding).
-Records keep `position` (annotated referred-frame indices), `question_wo_referring_query`,
-`view_count`, `type` in `extra` for depth analyses; labels: duration_group (as "(180,600]"),
-question_category (17 codes), level, topic_category.
+Release files (lvb_val.json, lvb_test_wo_gt.json, videos/, subtitles/; or the hub's parquet), the
+record mapper `record_to_sample` and the leaderboard file: longvideobench_release.py.
 
 Protocol (official = the authors' `longvideobench_dataset.py` at fc3c553; it has no scorer, so the
 extraction is the author's own lmms-eval port, PR #117, whose docstring says it matches the paper):
@@ -61,42 +54,29 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import random
 import re
-import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lvu.benchmarks.base import (
-    BadRecord,
-    Benchmark,
-    Breakdown,
-    json_id_map,
-    read_prediction_lines,
-    register_benchmark,
-)
+from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.longvideobench_ref import CATEGORIES, DURATIONS, ERRATA, REFERENCE
-from lvu.errors import DataError, LvuError, SubtitleError
+from lvu.benchmarks.longvideobench_release import (  # noqa: F401 — HF_*: still importable from here
+    HF_DATASET, HF_REVISION, SPLIT_FILES, load_release, read_prediction_file, record_to_sample, split_of,
+    write_submission_file,
+)
+from lvu.errors import LvuError, SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
 from lvu.scoring.choice import mean_pct as _pct
 from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
-                       Subtitle, SubtitleRef, Text, VideoRef)
+                       Subtitle, Text)
 
 __all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "interleave_official", "official_cues", "parse_official",
            "parse_vlmevalkit", "record_to_sample"]
 
-HF_DATASET = "longvideobench/LongVideoBench"
-HF_REVISION = "main"
-"""NOT a commit pin yet: the repo's full commit sha could not be read offline (the card's last
-commit is 60d1c89). Replace with `HfApi().dataset_info(HF_DATASET).sha` when online."""
-HF_SPLITS = {"val": "validation", "test": "test"}
-SPLIT_FILES = {"val": "lvb_val.json", "test": "lvb_test_wo_gt.json"}
 EXPECTED_QUESTIONS = {"val": 1337, "test": 5341}
 EXPECTED_VIDEOS = {"val": 752, "test": 3011}
-GROUPS = dict(zip((15, 60, 600, 3600), DURATIONS))
-"""duration_group field -> the paper's column name."""
 LEVELS = ("L1-Perception", "L2-Relation")
 COMPATS = ("official", "lmms-eval", "vlmevalkit")
 SUBTITLE_MODES = ("interleave", "none", "all")
@@ -111,12 +91,7 @@ IMAGE_TOKEN = "<image>"
 LMMS_FRAMES = {"interleave": 16, "none": 32}
 LMMS_MAX_TOKENS = 32
 VLMEVALKIT_FRAMES = 8
-SUBMISSION_NAME = "longvideobench_test_for_submission.json"
 _FPS_WORD = re.compile(r"(\d+(?:\.\d+)?)fps")
-
-
-class _RecordError(Exception):
-    """'<what> — <fix>' for one record."""
 
 
 # ---- extraction ----------------------------------------------------------------------------------
@@ -217,108 +192,6 @@ def interleave_official(slots: list[tuple[float, Any]], cues: list[Subtitle]) ->
     return out
 
 
-# ---- records ---------------------------------------------------------------------------------------
-
-
-def _options(record: dict) -> list[str]:
-    if "candidates" in record:
-        cands = record["candidates"]
-        if isinstance(cands, str):  # a CSV/TSV round trip leaves the list's repr
-            try:
-                cands = json.loads(cands)
-            except json.JSONDecodeError:
-                raise _RecordError("candidates is a string, not a list — use the release JSON") from None
-    else:  # parquet: option0..option4, "N/A" for a missing fifth option
-        cands = [record[f"option{i}"] for i in range(5) if record.get(f"option{i}") not in (None, "N/A")]
-    if not isinstance(cands, list) or not all(isinstance(c, str) for c in cands):
-        raise _RecordError("candidates must be a list of option strings — use the release JSON")
-    if not 2 <= len(cands) <= 5:
-        raise _RecordError(f"{len(cands)} candidates — LongVideoBench questions have 4 or 5 (letters A-E)")
-    return cands
-
-
-def _number(record: dict, key: str, default: Any = _RecordError) -> float:
-    value = record.get(key)
-    if value is None:
-        if default is _RecordError:
-            raise _RecordError(f"no {key} — every record needs it (the loader samples frames by it)")
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _RecordError(f"{key}={value!r} is not a number — give seconds as a number")
-    return float(value)
-
-
-def record_to_sample(record: Any, *, benchmark: str, split: str, video_dir: Path, subtitle_dir: Path) -> Sample:
-    """One release record (JSON or hub parquet row) as a Sample; _RecordError names what is wrong."""
-    if not isinstance(record, dict):
-        raise _RecordError(f"a JSON {type(record).__name__}, not an object — each question is one object")
-    rid = record.get("id")
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
-        raise _RecordError("no id — each question needs its id (e.g. '86CxyhFV9MI_0')")
-    question = record.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise _RecordError("no question text — every record needs its question")
-    options = _options(record)
-    answer = None
-    if split == "val":  # the test files hide answers ("@" in the official loader); ignore any value there
-        choice = record.get("correct_choice")
-        if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(options):
-            raise _RecordError(f"correct_choice={choice!r} is not an index into {len(options)} candidates — "
-                               "use the 0-based index of the right candidate")
-        answer = choice
-    video = record.get("video_path") or (f"{record['video_id']}.mp4" if record.get("video_id") else None)
-    if not isinstance(video, str):
-        raise _RecordError("no video_path (or video_id) — cannot find the video")
-    duration = _number(record, "duration")
-    if duration <= 0:
-        raise _RecordError(f"duration={duration} — must be positive seconds")
-    offset = _number(record, "starting_timestamp_for_subtitles", 0.0)
-    subtitle = record.get("subtitle_path")
-    group = record.get("duration_group")
-    labels: dict[str, str | list[str]] = {}
-    if group is not None:
-        labels["duration_group"] = GROUPS.get(int(group), str(group)) if isinstance(group, (int, float)) else str(group)
-    for key in ("question_category", "level", "topic_category"):
-        if record.get(key) is not None:
-            labels[key] = str(record[key])
-    extra = {k: record[k] for k in ("video_id", "position", "question_wo_referring_query", "view_count", "type",
-                                    "duration_group") if record.get(k) is not None}
-    if isinstance(extra.get("position"), tuple):
-        extra["position"] = list(extra["position"])
-    return Sample(
-        id=str(rid), benchmark=benchmark, question=question, options=options, answer=answer, labels=labels,
-        video=VideoRef(path=str(video_dir / video), duration=duration), extra=extra,
-        subtitles=SubtitleRef(path=str(subtitle_dir / subtitle), offset=offset) if isinstance(subtitle, str) else None,
-    )
-
-
-def read_records(path: Path) -> list[Any]:
-    """The records of an annotation file (a JSON list; JSONL also read); DataError if unreadable."""
-    if path.suffix == ".parquet":
-        raise DataError(f"{path}: parquet is read from the hub only (--data hf:) — pass lvb_val.json or "
-                        "lvb_test_wo_gt.json from the same release")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found — pass the release folder or lvb_val.json with --data") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({e}) — it must be the UTF-8 release JSON") from None
-    try:
-        if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        records = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}) — download it again") from None
-    if not isinstance(records, list):
-        raise DataError(f"{path}: a JSON {type(records).__name__}, not a list of questions — is it the release file?")
-    return records
-
-
-def _split_of(path: Path) -> str | None:
-    name = path.name.lower()
-    return "test" if "test" in name else "val" if ("val" in name or "validation" in name) else None
-
-
 # ---- the benchmark --------------------------------------------------------------------------------
 
 
@@ -340,7 +213,7 @@ class LongVideoBench(Benchmark):
         if s["split"] == "validation":
             s["split"] = "val"
         data = s.get("data")
-        if data and not str(data).startswith("hf:") and Path(data).is_file() and (inferred := _split_of(Path(data))):
+        if data and not str(data).startswith("hf:") and Path(data).is_file() and (inferred := split_of(Path(data))):
             if "split" in given and s["split"] != inferred:
                 raise LvuError(f"{data} holds the {inferred} split but split={s['split']!r} — drop one of them")
             s["split"] = inferred
@@ -383,47 +256,13 @@ class LongVideoBench(Benchmark):
         wanted = self.settings["subtitles"] == "interleave"
         return wanted != bool(self.settings["vlmevalkit_flag_bug"])
 
-    # ---- loading --------------------------------------------------------------------------------
-
-    def _source(self) -> tuple[list[tuple[str, Any]], Path]:
-        """(where, record) pairs and the release root (media folders live under it)."""
-        split, data = self.settings["split"], self.settings.get("data")
-        if not data or str(data).startswith("hf:"):
-            if not data and os.environ.get("LVU_OFFLINE"):
-                raise LvuError(f"{self.name} needs its release files: --data DIR holding {SPLIT_FILES[split]} "
-                               "(LVU_OFFLINE is set, so the hub copy is not used)")
-            root = Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "longvideobench"
-            rows = _hub_rows(split)
-            return [(f"{HF_DATASET}[{HF_SPLITS[split]}] row {i}", r) for i, r in enumerate(rows, 1)], root
-        path = Path(data).expanduser()
-        if path.is_dir():
-            root, path = path, path / SPLIT_FILES[split]
-            if not path.exists():
-                raise LvuError(f"{root}: no {SPLIT_FILES[split]} — download {HF_DATASET} (huggingface-cli download "
-                               f"{HF_DATASET} --repo-type dataset) and pass its folder")
-        else:
-            root = path.parent
-        return [(f"{path.name} record {i}", r) for i, r in enumerate(read_records(path), 1)], root
+    # ---- loading (longvideobench_release.py) --------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is not None:
-            return self._loaded
-        pairs, root = self._source()
-        video_dir = Path(self.settings.get("video_dir") or root / "videos").expanduser()
-        subtitle_dir = Path(self.settings.get("subtitle_dir") or root / "subtitles").expanduser()
-        samples, bad, seen = [], [], {}
-        for where, record in pairs:
-            try:
-                sample = record_to_sample(record, benchmark=self.name, split=self.settings["split"],
-                                          video_dir=video_dir, subtitle_dir=subtitle_dir)
-                if sample.id in seen:
-                    raise _RecordError(f"id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
-            except _RecordError as e:
-                bad.append(BadRecord(id=where, error=f"{where}: {e}"))
-                continue
-            seen[sample.id] = where
-            samples.append(sample)
-        self._loaded = samples, bad
+        if self._loaded is None:
+            self._loaded = load_release(self.settings.get("data"), benchmark=self.name, split=self.settings["split"],
+                                        video_dir=self.settings.get("video_dir"),
+                                        subtitle_dir=self.settings.get("subtitle_dir"))
         return self._loaded
 
     def check(self) -> list[str]:
@@ -561,55 +400,16 @@ class LongVideoBench(Benchmark):
     # ---- saved predictions and submissions -------------------------------------------------------
 
     def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
-        """Responses from: the leaderboard / lmms-eval submission JSON {id: response}; lvu's export
-        JSONL (sample_id, response); lmms-eval `--log_samples` JSONL (doc.id, resps)."""
-        samples = {s.id: s for s in self.load()[0]}
-        text = Path(path).read_text(encoding="utf-8")
-        if (whole := json_id_map(text)) is not None:
-            unknown = [k for k in whole if k not in samples]
-            if unknown:
-                raise DataError(f"{path}: id {unknown[0]!r} is not a {self.settings['split']} question "
-                                f"({len(unknown)} unknown) — check --set split=")
-            return [(samples[k], "" if v is None else str(v)) for k, v in whole.items()]
-        return read_prediction_lines(
-            path, samples, text, key_of=lambda row: row.get("sample_id") or (row.get("doc") or {}).get("id"),
-            what="LongVideoBench id",
-            expected="expected {id: response} JSON, lvu's sample_id/response or lmms-eval's doc.id/resps")
+        """The leaderboard JSON {id: response}, lvu's export or an lmms-eval log (`read_prediction_file`)."""
+        return read_prediction_file(path, {s.id: s for s in self.load()[0]}, self.settings["split"])
 
     def write_submission(self, results: list[SampleResult], path: Path) -> Path:
-        """The leaderboard file lmms-eval writes: one JSON object {question id: raw response}
-        (longvideobench_test_for_submission.json); failed samples get "". A folder gets that name."""
-        path = Path(path)
-        if path.is_dir() or not path.suffix:
-            path = path / SUBMISSION_NAME
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {r.sample_id: r.response or "" for r in results}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{time.monotonic_ns()}.tmp")
-        try:
-            tmp.write_text(json.dumps(payload), encoding="utf-8")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        """The leaderboard file {question id: raw response} lmms-eval writes (`write_submission_file`)."""
+        return write_submission_file(results, path)
 
 
 def _value(r: SampleResult) -> float:
     return r.score if r.score is not None and not r.error else 0.0
-
-
-def _hub_rows(split: str) -> list[dict]:
-    """HF_DATASET's parquet split (validation | test) at HF_REVISION; the repo is gated (HF_TOKEN)."""
-    try:
-        from datasets import load_dataset
-    except ImportError:
-        raise LvuError("reading LongVideoBench from the hub needs `datasets`: pip install 'lvu[hub]' "
-                       "(or pass --data DIR with lvb_val.json / lvb_test_wo_gt.json)") from None
-    try:
-        return [dict(r) for r in load_dataset(HF_DATASET, split=HF_SPLITS[split], revision=HF_REVISION)]
-    except Exception as e:  # noqa: BLE001 — network, gating, missing split: one line
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise LvuError(f"cannot load {HF_DATASET} [{HF_SPLITS[split]}] ({type(e).__name__}: {first}) — accept the "
-                       "dataset's terms and set HF_TOKEN, or pass --data DIR with the release files") from None
 
 
 @register_benchmark("longvideobench-frames")

@@ -1,14 +1,8 @@
 """MLVU (Zhou et al., 2024): multi-task long-video understanding, dev and test sets.
 Full protocol notes, sources and harness comparison: docs/benchmarks/mlvu.md.
 
-Data: nine JSON lists `json/1_plotQA.json … 9_summary.json`, videos in `video/<file stem>/`
-(hub snapshot MLVU/MVLU: both under `MLVU/`); records {video, duration, question, candidates,
-answer (option TEXT), question_type} (+ scoring_points for SSC; VS/SSC have no candidates). Videos
-are also found in `video/<question_type>/` (the repo's older layout) and flat in `video/`. Dev ids
-are `<task>_<n>` by record position; the test set (`test_question.json`, or the later
-`test_mcq_gt.json` with answers; 6 options, 11 tasks) keeps its question_id. Without `data` and
-with LVU_OFFLINE unset the JSON comes from the hub (HUB_DATASETS @ HUB_REVISION) through the same
-record mapper; videos always come from disk.
+Data (nine task JSON files of the dev set, the test set's question file, the hub copy), the task
+table and the record mapper: mlvu_release.py.
 
 Official protocol (the repo's templates win over the paper, whose Figure 11 prompt is an image):
 - frames=16 by the repo's get_index (seg=(T-1)/N, int(seg/2 + round(seg*i)), numpy's half-even
@@ -19,7 +13,7 @@ Official protocol (the repo's templates win over the paper, whose Figure 11 prom
   Generation: system SYSTEM_GEN, user text = the question.
 - check_ans as written: on the stripped reply take the char before the first ")", else the whole
   reply, and compare it case-sensitively with the answer letter — the LAST candidate equal to the
-  answer text, '@' (never an option) when none is.
+  answer text, '@' (never an option) when none is (`answer_letter`, applied as the release is read).
 - M-Avg = unweighted mean of the MCQ task accuracies (a failed sample counts wrong); G-Avg = mean
   of SSC and VS, each the mean judge total (2-10). Generation samples are stored with their reply
   and scored Score(nan, counted=False, explanation=JUDGE_PENDING) until a judge scores them
@@ -46,30 +40,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.mlvu_ref import REFERENCE
+from lvu.benchmarks.mlvu_release import (  # noqa: F401 — FOLDERS, Task, answer_letter: still importable from here
+    BY_TYPE, FOLDERS, HUB_REVISION, TASKS, Task, answer_letter, load_release,
+)
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
-    LETTERS,
-    Frame,
-    InputPlan,
-    Prediction,
-    Prompt,
-    Response,
-    Sample,
-    SampleResult,
-    Score,
-    Subtitle,
-    Text,
+    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
 )
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
@@ -81,41 +66,6 @@ ASSISTANT_PREFIX = "Best Option: ("
 LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
 JUDGE_PENDING = "needs the MLVU generation judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
 COMPATS = ("official", "lmms-eval", "vlmevalkit")
-HUB_DATASETS = {"dev": "MLVU/MVLU", "test": "MLVU/MLVU_Test"}
-HUB_REVISION = "main"
-"""Hub revision read. TODO(lead): pin the commit sha of MLVU/MVLU once verified online."""
-TEST_FILES = ("test_mcq_gt.json", "test_question.json")
-"""Test annotation files, first found wins: the ground-truth release, then the question file."""
-
-
-@dataclass(frozen=True)
-class Task:
-    code: str
-    file: str | None
-    """Dev file stem (video folder name); None for test-only tasks."""
-    types: tuple[str, ...]
-    """question_type values (first = dev/repo key), aliases from the test set and harnesses."""
-    group: str
-    generation: bool = False
-
-
-TASKS = {t.code: t for t in (
-    Task("TR", "7_topic_reasoning", ("topic_reasoning",), "Holistic"),
-    Task("AR", "6_anomaly_reco", ("anomaly_reco",), "Holistic"),
-    Task("VS", "9_summary", ("summary",), "Holistic", True),
-    Task("NQA", "2_needle", ("findNeedle", "needle", "needleQA"), "Single Detail"),
-    Task("ER", "3_ego", ("ego",), "Single Detail"),
-    Task("PQA", "1_plotQA", ("plotQA",), "Single Detail"),
-    Task("SQA", None, ("sportsQA",), "Single Detail"),
-    Task("SSC", "8_sub_scene", ("subPlot", "sub_scene"), "Single Detail", True),
-    Task("AO", "5_order", ("order",), "Multi Detail"),
-    Task("AC", "4_count", ("count",), "Multi Detail"),
-    Task("TQA", None, ("tutorialQA",), "Multi Detail"),
-)}
-"""Paper Table 1 column order (SQA/TQA: test set only)."""
-BY_TYPE = {qt: t for t in TASKS.values() for qt in t.types}
-FOLDERS = {"NQA": "needle", "SSC": "subPlot"}
-"""Video folder names of the repo's older MLVU_all layout, where they differ from question_type."""
 PAPER_COUNTS = {
     "dev": {"TR": 264, "AR": 200, "VS": 217, "NQA": 355, "ER": 352, "PQA": 539, "SSC": 201, "AO": 259, "AC": 206},
     "test": {"TR": 91, "AR": 39, "NQA": 60, "ER": 53, "PQA": 50, "SQA": 36, "AO": 70, "AC": 60, "TQA": 43},
@@ -139,14 +89,6 @@ def qa_template(question: str, candidates: list[str]) -> str:
         text += f"({chr(ord('A') + i)}) {c}\n"
     return text.rstrip()
 
-
-def answer_letter(candidates: list[str], answer: str) -> str:
-    """The letter check_ans compares with: the LAST equal candidate, '@' when none is equal."""
-    idx = -1
-    for i, c in enumerate(candidates):
-        if c == answer:
-            idx = i
-    return chr(ord("A") + idx)
 
 
 def check_ans_pred(reply: str) -> str:
@@ -194,119 +136,6 @@ def mlvu_indices(num_frames: int, n: int) -> list[int]:
 
     seg = float(num_frames - 1) / n
     return [int(seg / 2 + np.round(seg * i)) for i in range(n)]
-
-
-# ---- loading ----------------------------------------------------------------------------------
-
-
-class _RecordError(Exception):
-    """'<what> — <fix>' for one record."""
-
-
-def _task_of(record: dict, hint: Task | None) -> Task:
-    if hint is not None:
-        return hint
-    qt = record.get("question_type")
-    if qt not in BY_TYPE:
-        raise _RecordError(f"question_type {qt!r} is not an MLVU task — expected one of {', '.join(sorted(BY_TYPE))}")
-    return BY_TYPE[qt]
-
-
-def to_sample(record: Any, *, task: Task | None, ident: str | None, split: str, video_root: Path) -> Sample:
-    """One release record (local JSON or hub row: same fields) as a Sample. _RecordError if bad."""
-    if not isinstance(record, dict):
-        raise _RecordError(f"a JSON {type(record).__name__}, not an object — each record must be an object")
-    task = _task_of(record, task)
-    for key in ("video", "question"):
-        if not isinstance(record.get(key), str) or not record[key].strip():
-            raise _RecordError(f"{key!r} is missing or empty — every MLVU record has video and question")
-    qt = str(record.get("question_type") or task.types[0])
-    answer, has_answer = record.get("answer"), record.get("answer") is not None
-    if split == "dev" and not has_answer:
-        raise _RecordError("'answer' is missing — every MLVU dev record carries its answer")
-    labels: dict[str, str | list[str]] = {"task": task.code, "question_type": qt, "group": task.group}
-    extra: dict[str, Any] = {"question_type": qt, "split": split}
-    options: list[str] = []
-    if task.generation:
-        if has_answer and not isinstance(answer, str):
-            raise _RecordError(f"answer is a {type(answer).__name__} — a generation answer is reference text")
-        if task.code == "SSC":
-            points = record.get("scoring_points")
-            if split == "dev" and not (isinstance(points, list) and points and all(isinstance(p, str) for p in points)):
-                raise _RecordError("scoring_points must be a non-empty list of strings — the SSC judge scores them")
-            extra["scoring_points"] = points or []
-        gold: int | str | None = answer
-    else:
-        cands = record.get("candidates")
-        if not isinstance(cands, list) or len(cands) < 2:
-            raise _RecordError("candidates must be a list of at least 2 options — MLVU MCQ records list them")
-        options = [str(c) for c in cands]
-        gold = None
-        if has_answer:
-            letter = answer_letter(options, str(answer))
-            extra.update(answer_text=str(answer), answer_letter=letter,
-                         answer_first=next((LETTERS[i] for i, c in enumerate(options) if c == str(answer)), None))
-            gold = LETTERS.index(letter) if letter != "@" else None
-        else:
-            extra["hidden"] = True
-    duration = record.get("duration")
-    try:
-        duration = float(duration) if duration is not None else None
-    except (TypeError, ValueError):
-        raise _RecordError(f"duration {duration!r} is not a number — give the video length in seconds") from None
-    name = record["video"]
-    folders = [task.file, task.types[0], FOLDERS.get(task.code)] if split == "dev" else [None]
-    paths = [video_root / f / name if f else video_root / name for f in dict.fromkeys(folders)]
-    paths.append(video_root / name)
-    path = next((p for p in paths if p.exists()), paths[0])
-    sid = str(record.get("question_id") or ident)
-    return Sample(id=sid, benchmark="mlvu", video={"path": str(path), "duration": duration},
-                  question=record["question"], options=options, answer=gold, labels=labels, extra=extra)
-
-
-def _hub_rows(split: str, revision: str) -> list[tuple[str, Task | None, list[dict]]]:
-    """(where, task, rows) per file from the hub at `revision` (MLVU/json/*.json on MLVU/MVLU)."""
-    try:
-        from datasets import load_dataset
-    except ImportError:
-        raise LvuError("reading MLVU from the hub needs `datasets`: pip install 'lvu[hub]' "
-                       "(or pass --data DIR with the release JSON files)") from None
-    name = HUB_DATASETS[split]
-    if split == "dev":
-        files = {f: f"MLVU/json/{f}.json" for f in sorted(t.file for t in TASKS.values() if t.file)}
-    else:
-        files = {"test": f"**/{TEST_FILES[1]}"}
-    try:
-        ds = load_dataset(name, data_files=files, revision=revision)
-    except Exception as e:  # noqa: BLE001 — network, auth, layout: one line
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise LvuError(f"cannot load {name} @ {revision} ({type(e).__name__}: {first}) — "
-                       f"pass --data DIR with the release JSON files") from None
-    by_file = {t.file: t for t in TASKS.values() if t.file}
-    return [(f"{name}:{key}", by_file.get(key), [dict(r) for r in ds[key]]) for key in files]
-
-
-def _local_files(split: str, data: Path) -> tuple[list[tuple[Path, Task | None]], Path, list[tuple[Path, Task]]]:
-    """(file, task) pairs present, the default video root, and the (file, task) pairs missing."""
-    if data.is_file():
-        home = data.parent.parent if data.parent.name in ("json", "leaderboard") else data.parent
-        return [(data, None)], home / "video", []
-    if not data.is_dir():
-        raise LvuError(f"{data}: not found — pass --data with the MLVU release folder or one of its JSON files")
-    if split == "test":
-        for folder in (data, data / "leaderboard", data / "MLVU_Test", data / "MLVU_Test" / "leaderboard"):
-            for name in TEST_FILES:
-                if (folder / name).exists():
-                    root = folder.parent if folder.name == "leaderboard" else folder
-                    return [(folder / name, None)], root / "video", []
-        raise LvuError(f"{data}: no {' or '.join(TEST_FILES)} — pass the MLVU-Test folder (or the file) with --data")
-    for json_dir, video in ((data / "MLVU" / "json", data / "MLVU" / "video"), (data / "json", data / "video"),
-                            (data, data.parent / "video" if data.name == "json" else data / "video")):
-        files = sorted(((json_dir / f"{t.file}.json", t) for t in TASKS.values() if t.file), key=lambda x: x[0].name)
-        if any(f.exists() for f, _ in files):
-            return [(f, t) for f, t in files if f.exists()], video, [(f, t) for f, t in files if not f.exists()]
-    raise LvuError(f"{data}: no MLVU annotation files (json/1_plotQA.json … 9_summary.json) — "
-                   f"pass the release folder with --data")
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
@@ -384,60 +213,11 @@ class Mlvu(Benchmark):
     def compat(self) -> str:
         return self.settings["compat"]
 
-    # ---- loading -------------------------------------------------------------------------------
+    # ---- loading (mlvu_release.py) ------------------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        split, data = self.settings["split"], self.settings.get("data")
-        bad: list[BadRecord] = []
-        if not data or str(data).startswith("hf:"):
-            if not data and os.environ.get("LVU_OFFLINE"):
-                raise LvuError("mlvu needs its release files: --data DIR holding json/1_plotQA.json … "
-                               "(LVU_OFFLINE is set, so the hub copy is not used)")
-            sources = _hub_rows(split, self.settings["hub_revision"])
-            video_root = Path(self.settings.get("video_dir") or ".").expanduser().resolve()
-        else:
-            files, video_root, missing = _local_files(split, Path(str(data)).expanduser().resolve())
-            bad += [BadRecord(id=f.name, error=f"{f}: not found — the MLVU dev release has all nine task files")
-                    for f, t in missing if t.code in self.tasks]
-            sources = []
-            for path, task in files:
-                if task is not None and task.code not in self.tasks:
-                    continue
-                try:
-                    rows = json.loads(path.read_text(encoding="utf-8-sig"))
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                    bad.append(BadRecord(id=path.name, error=f"{path}: not a readable JSON file ({e}) — "
-                                                             f"restore it from the release"))
-                    continue
-                if not isinstance(rows, list):
-                    bad.append(BadRecord(id=path.name, error=f"{path}: a JSON {type(rows).__name__}, not a list "
-                                                             f"of records — restore it from the release"))
-                    continue
-                sources.append((path.name, task, rows))
-            if self.settings.get("video_dir"):
-                video_root = Path(self.settings["video_dir"]).expanduser().resolve()
-        samples: list[Sample] = []
-        seen: dict[str, str] = {}
-        counters: dict[str, int] = defaultdict(int)
-        for where, task, rows in sources:
-            for i, record in enumerate(rows, 1):
-                at = f"{where} record {i}"
-                try:
-                    t = _task_of(record, task) if isinstance(record, dict) else task
-                    if t is not None and t.code not in self.tasks:
-                        continue
-                    ident = None
-                    if t is not None:  # ids count every record of the task, so fixing one never renames others
-                        ident, counters[t.code] = f"{t.code}_{counters[t.code]}", counters[t.code] + 1
-                    sample = to_sample(record, task=task, ident=ident, split=split, video_root=video_root)
-                    if sample.id in seen:
-                        raise _RecordError(f"id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
-                except _RecordError as e:
-                    bad.append(BadRecord(id=at, error=f"{at}: {e}"))
-                    continue
-                seen[sample.id] = at
-                samples.append(sample)
-        return samples, bad
+        return load_release(self.settings["split"], self.settings.get("data"), self.tasks,
+                            video_dir=self.settings.get("video_dir"), hub_revision=self.settings["hub_revision"])
 
     def check(self) -> list[str]:
         """The generic checks, answers missing from their candidates, and question counts per task

@@ -4,22 +4,8 @@ Tasks: `neptune` (MCQ), `neptune-asr` (MCQ with the ASR transcript, the paper's 
 `neptune-open` (open-ended). Setting `subset`: full (3,268 questions / 2,405 videos), mma (1,157 /
 1,043) or mmh (1,171 / 1,000); all are test sets with public answers.
 
-Release layout (`--data DIR`): `neptune_full.json`, `neptune_mma.json`, `neptune_mmh.json` (the
-names on the official GCS bucket), videos in `DIR/videos/<youtube id>.mp4` (or `--video-dir`),
-optional transcripts in `DIR/asr/<youtube id>.srt|.vtt|.json` (or `--set asr_dir=`). A file:
-`--data neptune_mma.json` (its name sets the subset). `--data hf:` (or no `--data` while
-LVU_OFFLINE is unset) reads the lmms-eval copy HF_DATASET at the pinned HF_REVISION, its videos
-from `$HF_HOME/neptune` (where lmms-eval unpacks them) unless `--video-dir` is given.
-
-Records, both schemas, mapped by `record_to_sample` (hub rows too):
-- repo README: key, video_id, question, answer (free form), answer_choice_0..4 (the five options,
-  answer included), answer_id (0-4), "question type" (lmms-eval's copy: question_type, video_path);
-- datasheet (paper Q8): video_id, url, question, answer, decoys (4). The options are the answer
-  and the decoys shuffled by a seeded RNG (seed: sha256 of the id), the id `<video_id>/<n>` (n-th
-  question of the video in file order, the repo's key shape) when a record has no `key`.
-`video_id` may be a bare id or a YouTube URL. A record that cannot be read is a BadRecord naming
-file, record number and the fix. With subset=full, sibling mma/mmh files label each question with
-the subsets it belongs to (by `key`), so one full run also reports MMA and MMH like Table 3.
+Release files (neptune_{full,mma,mmh}.json, videos/, asr/; or the hub copy), both record schemas
+and the record mapper `record_to_sample`: neptune_release.py.
 
 Protocol. The official repo has no evaluation code, prompt or GEM release (research/anchors
 §3.5); the paper (App. C.5) gives per-baseline prompts. Default ("official"), per the paper:
@@ -62,40 +48,30 @@ VLMEvalKit has no Neptune task.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import random
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, read_prediction_lines, register_benchmark
 from lvu.benchmarks.neptune_ref import REFERENCE
-from lvu.errors import DataError, LvuError
+from lvu.benchmarks.neptune_release import (  # noqa: F401 — HF_*, record_to_sample, youtube_id: importable here
+    HF_DATASET, HF_REVISION, SUBSETS, load_release, record_to_sample, subset_of, youtube_id,
+)
+from lvu.errors import LvuError
 from lvu.media.sampling import Center, Fps, Lmms
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring import judge_prompts
 from lvu.scoring.choice import mean_pct as _pct
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
-    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, SubtitleRef, Text,
-    VideoRef,
+    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
 )
 
-SUBSETS = ("full", "mma", "mmh")
 EXPECTED_QUESTIONS = {"full": 3268, "mma": 1157, "mmh": 1171}
 EXPECTED_VIDEOS = {"full": 2405, "mma": 1043, "mmh": 1000}
-RELEASE_URL = "https://storage.mtls.cloud.google.com/neptunedata/neptune_{subset}.json"
-HF_DATASET = "lmms-lab/GoogleDeepMind-NEPTUNE"
-HF_REVISION = "7bdf8457b8f39ebdb6feab139a823a43c1f71778"
-"""Last commit touching the full/mma/mmh parquet files; later commits only add video zips."""
 MAX_SECONDS = 900.0
 """Neptune truncates videos at 15 minutes; questions are about the first 900 s."""
-VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".MP4", ".MKV")
-ASR_EXTS = (".srt", ".vtt", ".json")
 COMPATS = ("official", "lmms-eval")
 FRAME_WORDS = ("1fps", "center", "first")
 OPEN_WORDS = 100
@@ -189,121 +165,6 @@ def truncate_words(text: str, n: int = OPEN_WORDS) -> str:
     return judge_prompts.truncate_words(text, n)
 
 
-# ---- release records -----------------------------------------------------------------------------
-
-
-class _RecordError(Exception):
-    """'<what> — <fix>' for one record."""
-
-
-def youtube_id(value: str) -> str:
-    """A bare YouTube id from an id or any watch / youtu.be / shorts / embed URL."""
-    value = value.strip()
-    if "/" not in value:
-        return value
-    url = urlparse(value if "://" in value else "https://" + value)
-    if vid := parse_qs(url.query).get("v"):
-        return vid[0]
-    return url.path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _shuffled(answer: str, decoys: list[str], key: str) -> tuple[list[str], int]:
-    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
-    order = list(range(len(decoys) + 1))
-    random.Random(seed).shuffle(order)
-    options = [([answer] + decoys)[i] for i in order]
-    return options, order.index(0)
-
-
-def _video_field(record: dict) -> Any:
-    return record.get("video_id") or record.get("url") or Path(str(record.get("video_path") or "")).stem
-
-
-def _text(record: dict, field: str) -> str:
-    value = record.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise _RecordError(f"{field!r} is missing or empty — every Neptune record needs a {field}")
-    return value.strip()
-
-
-def record_to_sample(record: Any, *, benchmark: str, ordinal: int, video_dir: Path,
-                     asr_dir: Path | None) -> Sample:
-    """One release record (either schema, or an lmms-eval hub row) as a Sample; _RecordError if bad.
-    `ordinal`: 1-based position of this question among its video's questions (ids without `key`)."""
-    if not isinstance(record, dict):
-        raise _RecordError(f"a JSON {type(record).__name__}, not an object — records are objects")
-    raw_video = _video_field(record)
-    if not isinstance(raw_video, str) or not (vid := youtube_id(raw_video)):
-        raise _RecordError("no video_id (or url / video_path) — the record must name its YouTube video")
-    key = str(record.get("key") or f"{vid}/{ordinal}")
-    question = _text(record, "question")
-    if all(f"answer_choice_{i}" in record for i in range(5)):
-        options = [str(record[f"answer_choice_{i}"] or "").strip() for i in range(5)]
-        if "" in options:
-            raise _RecordError(f"answer_choice_{options.index('')} is empty — all five options need text")
-        answer = record.get("answer_id")
-        if isinstance(answer, str) and answer.strip().isdigit():
-            answer = int(answer)
-        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < 5:
-            raise _RecordError(f"answer_id {answer!r} is not 0-4 — it must index answer_choice_0..4")
-        reference = record["answer"].strip() if isinstance(record.get("answer"), str) else options[answer]
-    elif isinstance(record.get("decoys"), list):
-        reference = _text(record, "answer")
-        decoys = [str(d).strip() for d in record["decoys"]]
-        if len(decoys) != 4:
-            raise _RecordError(f"{len(decoys)} decoys — Neptune questions have exactly 4")
-        options, answer = _shuffled(reference, decoys, key)
-    else:
-        raise _RecordError("no options — expected answer_choice_0..4 + answer_id (repo) or answer + decoys (datasheet)")
-    qtype = record.get("question type", record.get("question_type"))
-    hint = record.get("video_path")
-    names = [Path(str(hint)), Path(Path(str(hint)).name)] if hint else []
-    names += [Path(vid + ext) for ext in VIDEO_EXTS]
-    video = next((video_dir / n for n in names if (video_dir / n).is_file()), video_dir / f"{vid}.mp4")
-    subtitles = None
-    if asr_dir is not None:
-        asr = next((asr_dir / (vid + e) for e in ASR_EXTS if (asr_dir / (vid + e)).is_file()), asr_dir / f"{vid}.srt")
-        subtitles = SubtitleRef(path=str(asr))
-    return Sample(
-        id=key, benchmark=benchmark, video=VideoRef(path=str(video)), question=question.strip(),
-        options=options, answer=answer, subtitles=subtitles,
-        labels={"question_type": str(qtype).strip() if qtype else "Unknown"},
-        extra={"video_id": vid, "url": f"https://www.youtube.com/watch?v={vid}", "reference": reference},
-    )
-
-
-def read_records(path: Path) -> list[Any]:
-    """Records of a release file: a JSON list (the release), {"data": [...]}, {key: record} or JSONL."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        url = RELEASE_URL.format(subset=_subset_of(path.name) or "full")
-        raise DataError(f"{path}: file not found — download it from {url}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({e}) — it must be the UTF-8 JSON release file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError:
-            raise DataError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}) — download the file again") from None
-    if isinstance(data, dict):
-        inner = data.get("data", data.get("annotations"))
-        if isinstance(inner, list):
-            return inner
-        return [{"key": k, **v} if isinstance(v, dict) and "key" not in v else v for k, v in data.items()]
-    if not isinstance(data, list):
-        raise DataError(f"{path}: a JSON {type(data).__name__} — the release is a list of question records")
-    return data
-
-
-def _subset_of(name: str) -> str | None:
-    """The subset an official file name stands for (neptune_mma.json -> mma)."""
-    m = re.fullmatch(r"neptune_(full|mma|mmh)\.jsonl?", name)
-    return m.group(1) if m else None
-
-
 # ---- the benchmark -------------------------------------------------------------------------------
 
 
@@ -326,7 +187,7 @@ class Neptune(Benchmark):
         if s["compat"] not in COMPATS:
             raise LvuError(f"compat={s['compat']!r} is unknown for {self.name} — use one of {', '.join(COMPATS)}")
         data = s.get("data")
-        if data and not str(data).startswith("hf:") and (named := _subset_of(Path(data).name)):
+        if data and not str(data).startswith("hf:") and (named := subset_of(Path(data).name)):
             if "subset" in given and s["subset"] != named:
                 raise LvuError(f"{data} is the {named} subset but subset={s['subset']!r} — drop one of them")
             s["subset"] = named
@@ -363,68 +224,15 @@ class Neptune(Benchmark):
     def ids(self) -> str:
         return LETTERS[:5] if self.lmms else option_ids(self.settings["prompt"])
 
-    # ---- loading -------------------------------------------------------------------------------
-
-    def _source(self) -> tuple[list[tuple[str, Any]], Path, Path | None]:
-        """(where, record) pairs, the default video dir and the release folder (None on the hub)."""
-        subset, data = self.settings["subset"], self.settings.get("data")
-        if not data or str(data).startswith("hf:"):
-            if not data and os.environ.get("LVU_OFFLINE"):
-                raise LvuError(f"{self.name} needs its release files: --data DIR holding neptune_{subset}.json "
-                               f"(LVU_OFFLINE is set, so the hub copy is not used)")
-            rows = _hub_rows(subset)
-            home = Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser()
-            return [(f"{HF_DATASET}[{subset}] row {i}", r) for i, r in enumerate(rows, 1)], home / "neptune", None
-        path = Path(data).expanduser()
-        root = path if path.is_dir() else path.parent
-        if path.is_dir():
-            path = path / f"neptune_{subset}.json"
-            if not path.exists():
-                raise LvuError(f"{root}: no neptune_{subset}.json — download {RELEASE_URL.format(subset=subset)} "
-                               "into it (layout: neptune_{full,mma,mmh}.json, videos/, asr/)")
-        return [(f"{path.name} record {i}", r) for i, r in enumerate(read_records(path), 1)], root / "videos", root
+    # ---- loading (neptune_release.py) ---------------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is not None:
-            return self._loaded
-        pairs, default_videos, root = self._source()
-        video_dir = Path(self.settings.get("video_dir") or default_videos).expanduser()
-        asr_dir = None
-        if self.settings["subtitles"] != "none":
-            asr = self.settings.get("asr_dir") or (root / "asr" if root else None)
-            if asr is None:
-                raise LvuError(f"{self.name}: Neptune ships no ASR — pass --set asr_dir=DIR holding "
-                               "<video_id>.srt|.vtt|.json (with --asr, Whisper transcribes the ones missing)")
-            asr_dir = Path(asr).expanduser()
-        subset = self.settings["subset"]
-        members = self._memberships(root) if subset == "full" and root else {}
-        samples, bad, seen, per_video = [], [], {}, {}
-        for where, record in pairs:
-            vid = _video_field(record) if isinstance(record, dict) else None
-            per_video[vid] = ordinal = per_video.get(vid, 0) + 1
-            try:
-                sample = record_to_sample(record, benchmark=self.name, ordinal=ordinal, video_dir=video_dir,
-                                          asr_dir=asr_dir)
-                if sample.id in seen:
-                    raise _RecordError(f"key {sample.id!r} repeats {seen[sample.id]} — keys must be unique")
-            except _RecordError as e:
-                bad.append(BadRecord(id=where, error=f"{where}: {e}"))
-                continue
-            seen[sample.id] = where
-            sample.labels["subset"] = [subset] + [s for s in SUBSETS[1:] if sample.id in members.get(s, ())]
-            samples.append(sample)
-        self._loaded = samples, bad
+        if self._loaded is None:
+            self._loaded = load_release(
+                self.settings.get("data"), benchmark=self.name, subset=self.settings["subset"],
+                video_dir=self.settings.get("video_dir"), asr_dir=self.settings.get("asr_dir"),
+                with_asr=self.settings["subtitles"] != "none")
         return self._loaded
-
-    @staticmethod
-    def _memberships(root: Path) -> dict[str, set[str]]:
-        """Keys of the mma / mmh files next to the full one (questions carry the subsets they are in)."""
-        out: dict[str, set[str]] = {}
-        for subset in SUBSETS[1:]:
-            path = root / f"neptune_{subset}.json"
-            if path.is_file():
-                out[subset] = {str(r["key"]) for r in read_records(path) if isinstance(r, dict) and r.get("key")}
-        return out
 
     def check(self) -> list[str]:
         problems = super().check()
@@ -592,21 +400,6 @@ class Neptune(Benchmark):
             key_of=lambda row: (row.get("sample_id") or (row.get("doc") or {}).get("key")
                                 or row["neptune_acc"]["key"]),
             what="Neptune key", expected="expected lvu's sample_id/response or lmms-eval's doc.key/resps")
-
-
-def _hub_rows(subset: str) -> list[dict]:
-    """The lmms-eval copy of one subset (config full|mma|mmh, split test) at the pinned revision."""
-    try:
-        from datasets import load_dataset
-    except ImportError:
-        raise LvuError("reading Neptune from the hub needs `datasets`: pip install 'lvu[hub]' "
-                       "(or pass --data DIR with the release JSON files)") from None
-    try:
-        return [dict(r) for r in load_dataset(HF_DATASET, subset, split="test", revision=HF_REVISION)]
-    except Exception as e:  # noqa: BLE001 — network, auth, missing config: one line
-        detail = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        raise LvuError(f"cannot load {HF_DATASET} [{subset}] @ {HF_REVISION[:8]} ({detail}) — "
-                       "pass --data DIR with the release files") from None
 
 
 @register_benchmark("neptune-asr")

@@ -4,15 +4,8 @@ Tasks: `videomme` (frames only, the paper's "w/o subs") and `videomme-sub` (fram
 of the sampled frames, "w/ subs"). Labels: duration (short < 2 min, medium 4-15 min, long 30-60
 min; 300 videos each), domain (6), sub_category (30), task_type (12).
 
-Release layout (`--data DIR`, the HF dataset lmms-lab/Video-MME unpacked): `videomme/test-*.parquet`
-(flat rows: video_id, duration, domain, sub_category, url, videoID, question_id, task_type,
-question, options ["A. ..", ..], answer "A"), videos `data/<videoID>.mp4|.MP4|.mkv` (VLMEvalKit's
-`video/` also found; or `--video-dir`), subtitles `subtitle/<videoID>.srt` (744 files; all long
-videos have one). Also read: the official grouped JSON (a list of videos, each with `questions[]`;
-current keys duration/domain/sub_category/options or the 2024-06 keys duration_category/
-video_category/video_subcategory/choices; trailing commas tolerated), a JSON list or JSONL of flat
-rows, and `--data hf:` (or no --data while LVU_OFFLINE is unset): HF_DATASET at HF_REVISION, videos
-in `$HF_HOME/videomme/data` as lmms-eval unpacks them. All go through `row_to_sample`.
+Release formats (parquet, the official grouped JSON in both key schemas, flat JSON/JSONL rows, the
+hub copy) and the one record mapper `row_to_sample`: videomme_release.py.
 
 Official protocol (default; README of MME-Benchmarks/Video-MME and the scripts it links):
 - frames (`frames`): N frames by the README-linked extractor look4u-ok/video-slicer `get_seq_frames`
@@ -56,42 +49,25 @@ per-frame subtitle rule (copied from video-slicer), its 8-prefix extractor, empt
 from __future__ import annotations
 
 import bisect
-import json
-import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.videomme_ref import REFERENCE
+from lvu.benchmarks.videomme_release import (  # noqa: F401 — HF_*: still importable from here
+    DURATIONS, HF_CONFIG, HF_DATASET, HF_REVISION, pairs_from_json, read_json, release_rows, release_samples,
+)
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit, parse_plan
 from lvu.types import (
-    LETTERS,
-    Frame,
-    InputPlan,
-    Prediction,
-    Prompt,
-    Response,
-    Sample,
-    SampleResult,
-    Score,
-    Subtitle,
-    SubtitleRef,
-    Text,
-    VideoRef,
+    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
 )
 
-HF_DATASET = "lmms-eval/Video-MME"
-HF_CONFIG = "videomme"
-HF_REVISION = "ead1408f75b618502df9a1d8e0950166bf0a2a0b"
-"""lmms-eval/Video-MME (formerly lmms-lab/Video-MME) as pinned by the Video-MME harbor notes."""
 EXPECTED = {"questions": 2700, "videos": 900, "videos_per_duration": 300, "questions_per_video": 3}
-DURATIONS = ("short", "medium", "long")
 DOMAINS: dict[str, tuple[str, ...]] = {
     "Knowledge": ("Humanity & History", "Literature & Art", "Biology & Medicine", "Finance & Commerce",
                   "Astronomy", "Geography", "Law", "Life Tip", "Technology"),
@@ -136,7 +112,6 @@ PREFIXES: dict[str, tuple[str, ...]] = {
 lmms-eval's copy before #1274), VLMEvalKit's utils/videomme.py."""
 COMPATS = ("official", "lmms-eval", "vlmevalkit")
 SUBTITLE_MODES = ("none", "per-frame", "covering", "all")
-VIDEO_EXTS = (".mp4", ".MP4", ".mkv")
 
 
 def extract_characters_regex(s: str, prefixes: tuple[str, ...] = PREFIXES["afd52cfe"]) -> str:
@@ -206,151 +181,6 @@ def _lmms_time(value: str) -> float:
     return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
 
 
-# ---- release records -----------------------------------------------------------------------------
-
-
-class _RecordError(Exception):
-    """'<what> — <fix>' for one record."""
-
-
-def youtube_id(url: str) -> str:
-    parsed = urlparse(url if "://" in url else "https://" + url)
-    return (parse_qs(parsed.query).get("v") or [parsed.path.rstrip("/").rsplit("/", 1)[-1]])[0]
-
-
-def _field(row: dict, *names: str) -> Any:
-    """The first of `names` present and non-empty (key aliases of the two schemas)."""
-    return next((v for n in names if (v := row.get(n)) is not None and not (isinstance(v, str) and not v)), None)
-
-
-def row_to_sample(row: Any, *, benchmark: str, video_dir: Path, subtitle_dir: Path) -> Sample:
-    """One question (a hub/parquet row, or a grouped-JSON video merged with one of its questions)."""
-    if not isinstance(row, dict):
-        raise _RecordError(f"a JSON {type(row).__name__}, not an object — each record must be an object")
-    qid = _field(row, "question_id")
-    question = _field(row, "question")
-    if not isinstance(qid, str) or not isinstance(question, str) or not question.strip():
-        raise _RecordError("question_id or question is missing — every question needs both")
-    lines = _field(row, "options", "choices")
-    if not isinstance(lines, (list, tuple)) and hasattr(lines, "tolist"):
-        lines = lines.tolist()  # numpy arrays from pandas-read parquet
-    if not isinstance(lines, (list, tuple)) or len(lines) < 2 or not all(isinstance(o, str) for o in lines):
-        raise _RecordError("options (or choices) is not a list of 'A. ...' strings — give the four options")
-    options = [o[2:].lstrip() if o.startswith(f"{LETTERS[i]}.") else o for i, o in enumerate(lines)]
-    answer = _field(row, "answer")
-    if not isinstance(answer, str) or answer.strip() not in LETTERS[:len(lines)]:
-        raise _RecordError(f"answer {answer!r} is not one of {', '.join(LETTERS[:len(lines)])} — give the letter")
-    duration = _field(row, "duration", "duration_category")
-    if duration not in DURATIONS:
-        raise _RecordError(f"duration {duration!r} is not short, medium or long")
-    url = _field(row, "url")
-    name = str(_field(row, "videoID") or (youtube_id(url) if isinstance(url, str) else None)
-               or _field(row, "video_id") or qid.split("-")[0])
-    video = next((video_dir / (name + e) for e in VIDEO_EXTS if (video_dir / (name + e)).is_file()),
-                 video_dir / f"{name}.mp4")
-    srt = subtitle_dir / f"{name}.srt"
-    return Sample(
-        id=qid, benchmark=benchmark, video=VideoRef(path=str(video)), question=question, options=options,
-        answer=LETTERS.index(answer.strip()), subtitles=SubtitleRef(path=str(srt)) if srt.is_file() else None,
-        labels={"duration": duration,
-                "domain": str(_field(row, "domain", "video_category") or "Unknown"),
-                "sub_category": str(_field(row, "sub_category", "video_subcategory", "video_sub_category") or "Unknown"),
-                "task_type": str(_field(row, "task_type") or "Unknown")},
-        extra={"video_id": str(_field(row, "video_id") or name), "videoID": name, "url": url,
-               "option_lines": list(lines),
-               **({"missing": True} if row.get("missing") is True else {})},
-    )
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """JSON text without commas that directly precede } or ] (outside strings)."""
-    out, in_str, esc, n = [], False, False, len(text)
-    for i, ch in enumerate(text):
-        if in_str:
-            esc, in_str = (False, in_str) if esc else (ch == "\\", ch != '"')
-        elif ch == '"':
-            in_str = True
-        elif ch == ",":
-            j = i + 1
-            while j < n and text[j] in " \t\r\n":
-                j += 1
-            if j < n and text[j] in "}]":
-                continue
-        out.append(ch)
-    return "".join(out)
-
-
-def read_json(path: Path) -> Any:
-    """A JSON file, tolerating trailing commas (the official template has them); DataError names the line."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({e}) — it must be a UTF-8 JSON file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            return json.loads(_drop_trailing_commas(text))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}: not valid JSON ({e.msg}) at line {e.lineno}, column {e.colno} — fix that line")\
-                from None
-
-
-def _pairs_from_json(data: Any, name: str) -> list[tuple[str, Any]]:
-    """(where, flat row) pairs from grouped videos ({..., "questions": [...]}) or flat rows."""
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
-    if not isinstance(data, list):
-        raise DataError(f"{name}: a JSON {type(data).__name__} — expected a list of videos or question rows")
-    pairs: list[tuple[str, Any]] = []
-    for i, item in enumerate(data, 1):
-        if isinstance(item, dict) and "questions" in item:
-            questions = item["questions"]
-            if not isinstance(questions, list):
-                pairs.append((f"{name} video {i}", "questions is not a list"))
-                continue
-            video = {k: v for k, v in item.items() if k != "questions"}
-            pairs += [(f"{name} video {i} question {j}", {**video, **q} if isinstance(q, dict) else q)
-                      for j, q in enumerate(questions, 1)]
-        else:
-            pairs.append((f"{name} row {i}", item))
-    return pairs
-
-
-def _read_rows(path: Path) -> list[tuple[str, Any]]:
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise LvuError(f"{path}: reading parquet needs pyarrow: pip install pyarrow (or 'lvu[hub]')") from None
-        return [(f"{path.name} row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist(), 1)]
-    if path.suffix == ".jsonl":
-        rows = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append((f"{path.name}:{lineno}", json.loads(line)))
-                except json.JSONDecodeError as e:
-                    rows.append((f"{path.name}:{lineno}", f"not valid JSON ({e.msg})"))
-        return rows
-    return _pairs_from_json(read_json(path), path.name)
-
-
-def _hub_rows() -> list[dict]:
-    try:
-        from datasets import load_dataset
-    except ImportError:
-        raise LvuError("reading Video-MME from the hub needs `datasets`: pip install 'lvu[hub]' "
-                       "(or pass --data DIR with videomme/test-*.parquet)") from None
-    try:
-        return [dict(r) for r in load_dataset(HF_DATASET, HF_CONFIG, split="test", revision=HF_REVISION)]
-    except Exception as e:  # noqa: BLE001 — network, auth, missing config: one line
-        raise LvuError(f"cannot load {HF_DATASET} @ {HF_REVISION[:8]} ({type(e).__name__}: "
-                       f"{(str(e).splitlines() or [''])[0]}) — pass --data DIR with the release files") from None
-
-
 # ---- the benchmark -------------------------------------------------------------------------------
 
 
@@ -393,62 +223,16 @@ class VideoMME(Benchmark):
     def with_subtitles(self) -> bool:
         return self.settings["subtitles"] != "none"
 
-    # ---- loading -------------------------------------------------------------------------------
-
-    def _source(self) -> tuple[list[tuple[str, Any]], Path]:
-        """(where, row) pairs and the release root (videos in data/, subtitles in subtitle/)."""
-        data = self.settings.get("data")
-        if not data or str(data).startswith("hf:"):
-            if not data and os.environ.get("LVU_OFFLINE"):
-                raise LvuError(f"{self.name} needs its release files: --data DIR holding videomme/test-*.parquet "
-                               "(LVU_OFFLINE is set, so the hub copy is not used)")
-            home = Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser()
-            return [(f"{HF_DATASET} row {i}", r) for i, r in enumerate(_hub_rows(), 1)], home / "videomme"
-        path = Path(data).expanduser()
-        if path.is_dir():
-            root = path
-            found = sorted((path / "videomme").glob("test-*.parquet")) or sorted(path.glob("*.parquet"))
-            if not found:
-                found = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
-                if len(found) != 1:
-                    raise LvuError(f"{path}: no videomme/test-*.parquet and {len(found)} .json/.jsonl files — "
-                                   "pass the release folder (lmms-lab/Video-MME layout) or one annotation file")
-            return [p for f in found for p in _read_rows(f)], root
-        if not path.exists():
-            raise LvuError(f"{path}: not found — pass the Video-MME release folder or an annotation file")
-        root = path.parent.parent if path.parent.name == "videomme" else path.parent
-        return _read_rows(path), root
+    # ---- loading (videomme_release.py) -----------------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is not None:
-            return self._loaded
-        pairs, root = self._source()
-        self._loaded = self._samples(pairs, root)
+        if self._loaded is None:
+            self._loaded = self._samples(*release_rows(self.settings.get("data"), benchmark=self.name))
         return self._loaded
 
     def _samples(self, pairs: list[tuple[str, Any]], root: Path | None) -> tuple[list[Sample], list[BadRecord]]:
-        video_dir = Path(self.settings.get("video_dir") or "")
-        subtitle_dir = Path(self.settings.get("subtitle_dir") or "")
-        if root is not None:
-            if not self.settings.get("video_dir"):
-                video_dir = root / "video" if (root / "video").is_dir() and not (root / "data").is_dir() else root / "data"
-            if not self.settings.get("subtitle_dir"):
-                subtitle_dir = root / "subtitle"
-        samples, bad, seen = [], [], {}
-        for where, row in pairs:
-            try:
-                if isinstance(row, str):
-                    raise _RecordError(row)
-                sample = row_to_sample(row, benchmark=self.name, video_dir=video_dir.expanduser(),
-                                       subtitle_dir=subtitle_dir.expanduser())
-                if sample.id in seen:
-                    raise _RecordError(f"question_id {sample.id!r} repeats {seen[sample.id]} — ids must be unique")
-            except _RecordError as e:
-                bad.append(BadRecord(id=where, error=f"{where}: {e}"))
-                continue
-            seen[sample.id] = where
-            samples.append(sample)
-        return samples, bad
+        return release_samples(pairs, root, benchmark=self.name, video_dir=self.settings.get("video_dir"),
+                               subtitle_dir=self.settings.get("subtitle_dir"))
 
     def check(self) -> list[str]:
         problems = super().check()
@@ -620,7 +404,7 @@ class VideoMME(Benchmark):
             raise DataError(f"{path}: not an official Video-MME results file — expected a list of videos, each with "
                             "questions[] holding answer and response (evaluation/output_test_template.json)")
         old = any("duration_category" in v for v in data)
-        samples, bad = self._samples(_pairs_from_json(data, path.name), None)
+        samples, bad = self._samples(pairs_from_json(data, path.name), None)
         if bad:
             raise DataError(bad[0].error)
         responses = {str(q.get("question_id")): q.get(key) for v in data for q in v["questions"] if isinstance(q, dict)}

@@ -8,14 +8,11 @@ An entry holds the frames one sampling of one video produced. Its key is content
 video's fingerprint (bytes, not its path — a renamed copy hits, a re-encoded file at the same path
 misses), the timestamps or plan, resize, seek mode, storage encoding and decoder version.
 
-Entry file (`<root>/<key[:2]>/<key>.frames`): 8-byte magic, uint32 header length, a JSON header
-(encoding, pts, frame indices, shapes, blob sizes, CRC-32 of the payload), then the payload — raw
-RGB bytes (default, lossless, ~3 ms for 32 frames of 320x180 = 5.5 MB), PNG (lossless, ~2x
-smaller on camera-like content, ~30x slower to load) or JPEG q95 (lossy, ~10x smaller, ~4x
-slower). Writers write a temp file in the same folder and `os.replace` it, so readers only ever
-see complete entries and concurrent writers of one entry both succeed; a per-entry `flock`
-additionally keeps two processes from decoding the same entry twice. A file that fails any check
-(truncated, garbage, bad CRC) is a miss and is removed, never an exception.
+Entries are written to a temp file in the same folder and `os.replace`d, so readers only ever see
+complete entries and concurrent writers of one entry both succeed; a per-entry `flock`
+additionally keeps two processes from decoding the same entry twice. A damaged entry file (see
+lvu.media.cache_entry for the format and its checks) is a miss and is removed, never an exception.
+Video identity (`video_fingerprint`) lives in lvu.media.identity.
 
 LRU: a hit sets the entry's mtime; eviction removes the oldest mtimes first, automatically after a
 put once the running total passes `max_bytes` (amortised: the total is re-read from disk only every
@@ -25,14 +22,11 @@ put once the running total passes `max_bytes` (amortised: the total is re-read f
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,8 +36,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from lvu.errors import LvuError, VideoError
+from lvu.errors import LvuError
 from lvu.media import video as _video
+from lvu.media.cache_entry import _MAGIC, _Corrupt, _decode_payload, _encode, _read_entry  # noqa: F401  (re-exported)
+from lvu.media.identity import video_fingerprint  # noqa: F401  (re-exported: lvu.media.cache.video_fingerprint)
 from lvu.media.video import FrameBatch, Resize
 from lvu.paths import cache_dir
 
@@ -53,59 +49,12 @@ ENCODINGS = ("raw", "png", "jpg")
 """Storage encodings: raw and png are lossless (hits equal decoded frames exactly); jpg is q95."""
 FORMAT_VERSION = 2
 """Bump when the entry layout or anything that changes decoded pixels changes: old keys then miss."""
-_MAGIC = b"LVUFRM\x00\x01"
 _SUFFIX = ".frames"
 _RESCAN_EVERY = 64
 _LOW_WATER = 0.9
 """Automatic eviction prunes down to this fraction of max_bytes, so it does not run on every put."""
 _STALE_SECONDS = 3600.0
 """Temp and lock files older than this are left-overs of a killed writer; prune removes them."""
-
-# ---- video identity ---------------------------------------------------------------------------------
-
-_HEAD = _TAIL = 1 << 20
-_BLOCK = 64 << 10
-_N_BLOCKS = 8
-_fingerprints: dict[tuple[str, int, int], str] = {}
-_fp_lock = threading.Lock()
-
-
-def video_fingerprint(path: str | Path) -> str:
-    """Content identity of a video file, cheap for multi-GB files: blake2b over the size, the first
-    and last MiB and 8 evenly spaced 64 KiB blocks (small files are hashed whole). A copy or rename
-    keeps it; a re-encode changes it (container headers and indexes sit at the ends). Memoised per
-    (real path, size, mtime) in this process."""
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        raise VideoError(f"{path}: file not found — check the path and the benchmark's video directory") from None
-    except OSError as e:
-        raise VideoError(f"{path}: cannot read video ({e.strerror}) — check permissions") from None
-    memo = (real, st.st_size, st.st_mtime_ns)
-    with _fp_lock:
-        if memo in _fingerprints:
-            return _fingerprints[memo]
-    size = st.st_size
-    h = hashlib.blake2b(digest_size=16, person=b"lvu-video-fp1")
-    h.update(struct.pack("<Q", size))
-    with open(real, "rb") as f:
-        if size <= _HEAD + _TAIL + _N_BLOCKS * _BLOCK:
-            h.update(f.read())
-        else:
-            h.update(f.read(_HEAD))
-            middle = size - _HEAD - _TAIL - _BLOCK
-            for k in range(_N_BLOCKS):
-                f.seek(_HEAD + middle * (k + 1) // (_N_BLOCKS + 1))
-                h.update(f.read(_BLOCK))
-            f.seek(size - _TAIL)
-            h.update(f.read(_TAIL))
-    digest = h.hexdigest()
-    with _fp_lock:
-        if len(_fingerprints) > 100_000:
-            _fingerprints.clear()
-        _fingerprints[memo] = digest
-    return digest
 
 
 def _resize_spec(resize: int | Resize | None) -> dict[str, Any] | None:
@@ -127,113 +76,6 @@ def _decoder_id(backend: str = "pyav") -> str:
 
         return f"{backend_version(backend)}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
     return f"pyav-{av.__version__}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
-
-
-# ---- entry encoding -------------------------------------------------------------------------------
-
-
-class _Corrupt(Exception):
-    st: os.stat_result | None = None
-
-
-def _encode(batch: FrameBatch, encoding: str) -> tuple[bytes, list[bytes | memoryview]]:
-    """Header bytes (magic + length + JSON) and payload blobs for one entry."""
-    blobs: list[bytes | memoryview] = []
-    shapes = []
-    for img in batch.data:
-        arr = np.ascontiguousarray(img, dtype=np.uint8)
-        if arr.ndim != 3 or arr.shape[2] != 3:
-            raise ValueError(f"frame of shape {arr.shape} is not RGB HxWx3")
-        shapes.append(list(arr.shape))
-        if encoding == "raw":
-            blobs.append(memoryview(arr).cast("B"))
-        else:
-            from PIL import Image
-
-            buf = io.BytesIO()
-            if encoding == "png":
-                Image.fromarray(arr).save(buf, "PNG", compress_level=1)
-            else:
-                Image.fromarray(arr).save(buf, "JPEG", quality=95)
-            blobs.append(buf.getvalue())
-    crc = 0
-    for b in blobs:
-        crc = zlib.crc32(b, crc)
-    header = {
-        "encoding": encoding,
-        "pts": [float(t) for t in batch.pts_seconds],
-        "indices": [int(i) for i in batch.indices],
-        "shapes": shapes,
-        "sizes": [len(b) if isinstance(b, bytes) else b.nbytes for b in blobs],
-        "crc32": crc,
-    }
-    head = json.dumps(header, separators=(",", ":")).encode()
-    return _MAGIC + struct.pack("<I", len(head)) + head, blobs
-
-
-def _decode_payload(header: dict[str, Any], payload: np.ndarray) -> FrameBatch:
-    """Frames from a verified payload. Raw frames are writable views of `payload` (no copy)."""
-    shapes, sizes, encoding = header["shapes"], header["sizes"], header["encoding"]
-    if not (len(shapes) == len(sizes) == len(header["pts"]) == len(header["indices"])):
-        raise _Corrupt("header lists disagree")
-    data, offset = [], 0
-    for shape, size in zip(shapes, sizes):
-        blob = payload[offset : offset + size]
-        offset += size
-        if encoding == "raw":
-            if int(np.prod(shape)) != size:
-                raise _Corrupt("raw frame size does not match its shape")
-            data.append(blob.reshape(shape))
-        elif encoding in ("png", "jpg"):
-            from PIL import Image
-
-            img = np.array(Image.open(io.BytesIO(blob.tobytes())).convert("RGB"))
-            if list(img.shape) != list(shape):
-                raise _Corrupt("image size does not match its shape")
-            data.append(img)
-        else:
-            raise _Corrupt(f"unknown encoding {encoding!r}")
-    return FrameBatch(data=data, pts_seconds=[float(t) for t in header["pts"]],
-                      indices=[int(i) for i in header["indices"]])
-
-
-def _read_entry(path: Path) -> FrameBatch:
-    """Load and verify one entry file; raises FileNotFoundError or _Corrupt (carrying the stat of
-    the file it read, so only that file is removed)."""
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        try:
-            return _read_open_entry(f, st)
-        except _Corrupt as e:
-            e.st = st
-            raise
-
-
-def _read_open_entry(f: Any, st: os.stat_result) -> FrameBatch:
-    start = f.read(12)
-    if len(start) < 12 or start[:8] != _MAGIC:
-        raise _Corrupt("bad magic")
-    (hlen,) = struct.unpack("<I", start[8:])
-    if hlen > st.st_size - 12:
-        raise _Corrupt("header longer than file")
-    try:
-        header = json.loads(f.read(hlen))
-        total = sum(int(s) for s in header["sizes"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise _Corrupt(f"bad header: {e}") from None
-    if 12 + hlen + total != st.st_size:
-        raise _Corrupt("truncated or padded")
-    payload = np.empty(total, np.uint8)
-    if f.readinto(memoryview(payload)) != total:
-        raise _Corrupt("short read")
-    if zlib.crc32(payload) != header.get("crc32"):
-        raise _Corrupt("checksum mismatch")
-    try:
-        return _decode_payload(header, payload)
-    except _Corrupt:
-        raise
-    except Exception as e:  # a broken PNG/JPEG blob, a shape that does not fit...
-        raise _Corrupt(f"{type(e).__name__}: {e}") from None
 
 
 # ---- the cache --------------------------------------------------------------------------------------

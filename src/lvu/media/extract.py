@@ -20,12 +20,17 @@ from lvu.media.video import Resize
 
 # ---- lvu frames: sampled frames as image files ------------------------------------------------------
 
+PNG_LEVEL = 1
+"""zlib level of `lvu frames --format png`: lossless at any level; 1 writes 32 640x360 frames ~5x
+faster than PIL's default 6 (0.27 s against 1.35 s) for files ~20% larger."""
+
 
 def extract_frames(video: str | Path, plan: str, out_dir: str | Path, *, approximate: bool = False,
                    resize: int | Resize | None = None, fmt: str = "jpg") -> Path:
     """Write the frames `plan` samples from `video` as `frame_0000.<fmt>`... plus `frames.json`
     (video, plan, fps, duration, size, and per frame: index, pts in seconds, frame number, file)
-    into `out_dir`; returns the path of frames.json. Frame files of an earlier extraction go."""
+    into `out_dir`; returns the path of frames.json. Frame files of an earlier extraction go.
+    JPEG is quality 95; PNG is lossless at zlib level PNG_LEVEL (fast, a little larger)."""
     from PIL import Image
 
     from lvu.media.sampling import parse_plan, sample
@@ -45,7 +50,7 @@ def extract_frames(video: str | Path, plan: str, out_dir: str | Path, *, approxi
     frames = []
     for i, (img, pts, number) in enumerate(zip(batch.data, batch.pts_seconds, batch.indices)):
         name = f"frame_{i:04d}.{fmt}"
-        options = {"quality": 95} if fmt == "jpg" else {"compress_level": 6}
+        options = {"quality": 95} if fmt == "jpg" else {"compress_level": PNG_LEVEL}
         Image.fromarray(np.ascontiguousarray(img)).save(out / name, **options)
         frames.append({"index": i, "pts": float(pts), "frame": int(number), "file": name})
     height, width = batch.data[0].shape[:2] if batch.data else (info.height, info.width)
@@ -132,7 +137,7 @@ def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: 
 
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from lvu.runs.progress import LoggedProgress
+    from lvu.progress import LoggedProgress
 
     cache = cache if cache is not None else FrameCache()
     groups: dict[str, list[tuple[float, ...] | str]] = {}

@@ -28,7 +28,6 @@ import concurrent.futures
 import io
 import os
 import random
-import re
 import threading
 import time
 import weakref
@@ -41,6 +40,8 @@ from lvu import args as _args
 from lvu.errors import LvuError
 from lvu.models import response_cache
 from lvu.models.base import Model, register_model
+from lvu.models.openai_reply import one_line as _one_line
+from lvu.models.openai_reply import parse_completion
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
 from lvu.models.retry import (
     PREFLIGHT_TIMEOUT,
@@ -224,11 +225,6 @@ def _timed_out(e: BaseException) -> bool:
     return root is e.__cause__ or root is e or isinstance(root, TimeoutError) or "Timeout" in type(root).__name__
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    text = re.sub(r"\s+", " ", str(text)).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _as_bool(name: str, value: Any) -> bool:
     return _args.as_bool("openai", name, value)
 
@@ -386,19 +382,27 @@ class OpenAICompat(Model):
         body.update(self.extra_body)
         return body
 
+    def _prepare(self, prompt: Prompt) -> tuple[dict[str, Any], str | None, Response | None]:
+        """The body, its cache key and the cached response, if any (None, None without a cache)."""
+        body = self.build_body(prompt)
+        key = request_key(self.base_url, body) if self.responses.root is not None else None
+        return body, key, (self.responses.get(key) if key and not self.refresh else None)
+
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
         try:
-            # JPEG encoding off the event loop, unless every frame is encoded already (the other
-            # questions of a video): then a thread hop would cost more than the build.
+            # JPEG encoding, hashing the body (~0.2 ms) and reading the cache off the event loop,
+            # unless there is nothing to do but build the body (frames encoded already, no cache):
+            # then a thread hop would cost more than the build.
             if all(self._encode.has(f.image) for f in prompt.frames):
-                body = self.build_body(prompt)
+                body, key, hit = (self._prepare(prompt) if self.responses.root is None else
+                                  await loop.run_in_executor(None, self._prepare, prompt))
             else:
-                body = await asyncio.get_running_loop().run_in_executor(_encode_pool(), self.build_body, prompt)
+                body, key, hit = await loop.run_in_executor(_encode_pool(), self._prepare, prompt)
         except Exception as e:  # a frame that cannot be encoded fails its sample only
             return Response(error=f"openai: cannot encode the prompt: {type(e).__name__}: {e}")
-        key = request_key(self.base_url, body) if self.responses.root is not None else None
-        if key and not self.refresh and (hit := self.responses.get(key)) is not None:
+        if hit is not None:
             return hit
         client = self._ensure_client()
         if self._sem is not None:
@@ -407,21 +411,20 @@ class OpenAICompat(Model):
         else:
             response = await self._call(client, body)
         response.latency = time.perf_counter() - t0
-        if key:
-            self.responses.put(key, response)  # successes only
+        if key and response.error is None:  # successes only; file writes (~0.4 ms) off the loop
+            await loop.run_in_executor(None, self.responses.put, key, response)
         return response
 
     async def _call(self, client: Any, body: dict[str, Any]) -> Response:
         import openai
-        from openai.types.chat import ChatCompletion
 
         async def once() -> Response:
             # The SDK's generic POST (its documented way to send a body as is): the exact body the
             # cache key hashes goes out, and the SDK's per-field transform of `create()` (several ms
-            # for a prompt of many image parts, under the event loop) is skipped. Parsing, errors and
-            # auth headers are the SDK's, as with chat.completions.create.
-            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-            return self._parse(completion)
+            # for a prompt of many image parts, under the event loop) is skipped. Errors and auth
+            # headers are the SDK's; the reply comes back as its JSON (cast_to=object): see openai_reply.
+            reply = await client.post("/chat/completions", body=body, cast_to=object)
+            return parse_completion(reply, logprobs=self.logprobs)
 
         retries = 0
 
@@ -469,31 +472,3 @@ class OpenAICompat(Model):
             cause = _root_cause(e)
             what = f"cannot reach {self.base_url}{tries}: {_one_line(str(cause) or type(cause).__name__)}"
         return self._scrub(f"openai: {what}")
-
-    def _parse(self, completion: Any) -> Response:
-        usage = {}
-        if getattr(completion, "usage", None) is not None:
-            usage = {k: int(v) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-                     if isinstance(v := getattr(completion.usage, k, None), int)}
-        choices = getattr(completion, "choices", None) or []
-        if not choices:
-            return Response(usage=usage, error="openai: empty response (no choices)")
-        choice = choices[0]
-        message = choice.message
-        if getattr(message, "refusal", None):
-            return Response(usage=usage, error=f"openai: the model refused: {_one_line(message.refusal, 200)}")
-        if choice.finish_reason == "content_filter":
-            return Response(text=message.content or "", usage=usage,
-                            error="openai: blocked by the provider's content filter")
-        text = message.content or ""
-        if not text.strip():
-            return Response(usage=usage, error=f"openai: empty response (finish_reason={choice.finish_reason})"
-                            + (" — raise max_tokens" if choice.finish_reason == "length" else ""))
-        logprobs = None
-        if self.logprobs and getattr(choice, "logprobs", None) is not None and choice.logprobs.content:
-            logprobs = []
-            for tok in choice.logprobs.content:
-                alts = {t.token: float(t.logprob) for t in (tok.top_logprobs or [])}
-                alts.setdefault(tok.token, float(tok.logprob))
-                logprobs.append(alts)
-        return Response(text=text, logprobs=logprobs, usage=usage)

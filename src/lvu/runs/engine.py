@@ -3,7 +3,7 @@
 Per sample: plan -> decode frames + select cues -> prompt (decode threads, or worker processes that
 decode into the shared frame cache; prefetched ahead of the model into a bounded queue) -> generate
 (bounded async concurrency; batching backends get batches) -> extract -> score -> store (committed at
-once). One display shows each stage's progress (runs/progress.py). The first Ctrl-C stops taking new
+once). One display shows each stage's progress (lvu/progress.py). The first Ctrl-C stops taking new
 samples and lets the ones in the model finish (for `interrupt_grace` seconds); the second abandons them.
 """
 
@@ -17,31 +17,39 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import lvu
-from lvu.benchmarks import load_all as _load_benchmarks
-from lvu.benchmarks.base import BENCHMARKS, Benchmark, Breakdown
+from lvu.benchmarks.base import Benchmark, Breakdown
 from lvu.errors import LvuError, SubtitleError
 from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
-from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, resolve_paths, reusable_ids, sample_digest
-from lvu.runs.asr_use import require_asr, warn_if_asr_unused
+from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, loaded_digests, reusable_ids, sample_digest
+from lvu.runs.asr_use import warn_if_asr_unused
+from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ONLY_SETTINGS: imported from here too)
+    RUN_ONLY_SETTINGS,
+    benchmark_of,
+    grade,
+    make_benchmark,
+    score_saved,
+)
+from lvu.runs.summaries import run_tables
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.pipeline import (
     DECODE_MODES,
     DecodeMode,
+    Prepared,
     ProcessDecoder,
     model_batch_size,
     ready_models,
     run_pipeline,
 )
-from lvu.runs.progress import PipelineProgress
+from lvu.progress import PipelineProgress
 from lvu.runs.store import Store
 from lvu.scoring.judges import Judge
-from lvu.types import Frame, Prompt, Response, RunSpec, Sample, SampleResult, Subtitle
+from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle
 
 
 @dataclass
@@ -61,6 +69,9 @@ class RunSummary:
     """Per pipeline stage, the fraction of its slot-time spent on samples (1 - idle)."""
     n_benchmark: int | None = None
     """The benchmark's sample count; more than `n_total` when `--limit` ran only some of them."""
+    sample_ids: list[str] = field(default_factory=list)
+    """The samples this invocation covers (the first `limit`, and records that could not be read):
+    `tables` aggregate their stored results, and so does the run's report (lvu.api). Set by `finish_run`."""
 
     @property
     def limited(self) -> bool:
@@ -68,7 +79,8 @@ class RunSummary:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Raised by `run()` after a clean stop on Ctrl-C; says what is stored and how to resume."""
+    """Raised by `run_local()` (so by `lvu.api.run`) after a clean stop on Ctrl-C; says what is
+    stored and how to resume."""
 
     def __init__(self, summary: RunSummary, n_stored: int) -> None:
         self.summary = summary
@@ -97,13 +109,6 @@ def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
     return spec, bench, model_cls(**(model_args or {}))
 
 
-def make_benchmark(benchmark: str, settings: dict[str, Any] | None = None) -> Benchmark:
-    """The benchmark object alone, paths resolved, no data read (for commands that make no run:
-    `lvu data check`, `lvu score`, `lvu frames`)."""
-    _load_benchmarks()
-    return BENCHMARKS.get(benchmark)(**resolve_paths(settings or {}))
-
-
 def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
                  model_args: dict[str, Any] | None = None, asr: bool = False) -> tuple[RunSpec, Benchmark, type[Model]]:
     """`make_spec` without building the model (the Ray executor builds it on its replicas only).
@@ -116,46 +121,11 @@ def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None 
     args = {k: v for k, v in (model_args or {}).items() if k not in model_cls.run_neutral_args}
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
-    effective[FINGERPRINT_KEY] = data_fingerprint(*bench.loaded())
+    effective[FINGERPRINT_KEY] = data_fingerprint(*bench.loaded(), loaded_digests(bench))
     if asr:  # transcripts stand in for missing subtitles: a different input, so a different run
         effective["asr"] = True
     spec = RunSpec(benchmark=benchmark, model=model, model_args=args, settings=effective)
     return spec, bench, model_cls
-
-
-def grade(bench: Benchmark, sample: Sample, response: Response, result: SampleResult) -> SampleResult:
-    """Extract and score one response into `result` (shared by runs and `lvu score`)."""
-    prediction = bench.extract(sample, response)
-    score = bench.score(sample, prediction)
-    result.prediction = prediction.value
-    result.score, result.correct, result.counted = score.value, score.correct, score.counted
-    result.explanation = score.explanation
-    return result
-
-
-def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[SampleResult]:
-    """Score saved (sample, raw response) pairs without running a model."""
-    results = []
-    for sample, text in pairs:
-        result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer, response=text,
-                              n_options=len(sample.options) or None, question=sample.question, options=sample.options)
-        try:
-            grade(bench, sample, Response(text=text), result)
-        except LvuError as e:
-            result.error = str(e)
-        results.append(result)
-    return results
-
-
-RUN_ONLY_SETTINGS = ("data_version", FINGERPRINT_KEY, "asr", "import_sha256")
-"""Keys make_spec (and `lvu import`, runs/importer.py) add to a spec's settings that are not benchmark settings."""
-
-
-def benchmark_of(spec: RunSpec) -> Benchmark:
-    """The benchmark object a stored run was made with (for show / submit / report)."""
-    _load_benchmarks()
-    settings = {k: v for k, v in spec.settings.items() if k not in RUN_ONLY_SETTINGS}
-    return BENCHMARKS.get(spec.benchmark)(**settings)
 
 
 class _MediaCache:
@@ -183,18 +153,6 @@ class _MediaCache:
                     old, _ = self.items.popitem(last=False)
                     self.key_locks.pop(old, None)
             return value
-
-
-@dataclass
-class _Prepared:
-    """A sample between the two stages: its prompt (None when preparing it failed) and its record."""
-
-    sample: Sample
-    result: SampleResult
-    prompt: Prompt | None
-    started: float
-    unreachable: bool = False
-    """Its model call never reached the endpoint (see pipeline.EndpointWatch)."""
 
 
 class Engine:
@@ -282,7 +240,7 @@ class Engine:
 
     # ---- one sample, in two stages -----------------------------------------------------------------
 
-    async def prepare_sample(self, sample: Sample) -> _Prepared:
+    async def prepare_sample(self, sample: Sample) -> Prepared:
         """Stage 1 (decode threads): plan, frames, cues, prompt. A failure is the sample's error."""
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer,
                               n_options=len(sample.options) or None, sample_digest=sample_digest(sample),
@@ -303,7 +261,7 @@ class Engine:
             except Exception as e:  # one bad sample never kills a run
                 result.error = f"{sample.id}: {type(e).__name__}: {e}"
             decoded.failed = prompt is None
-        return _Prepared(sample, result, prompt, started)
+        return Prepared(sample, result, prompt, started)
 
     async def _decode_in_process(self, sample: Sample) -> None:
         """Have a worker process decode this sample's frames into the disk cache, which `prepare`
@@ -314,7 +272,7 @@ class Engine:
         if plan.timestamps and (sample.video.path, tuple(plan.timestamps), plan.resize) not in self.frames.items:
             await self.processes.decode(sample.video.path, plan.timestamps, plan.resize)
 
-    async def answer_sample(self, item: _Prepared) -> SampleResult:
+    async def answer_sample(self, item: Prepared) -> SampleResult:
         """Stage 2 (the event loop): generate, extract, score."""
         result = item.result
         if item.prompt is not None:
@@ -351,11 +309,13 @@ class Engine:
             samples = samples[:limit]
         judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
         # Before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
-        stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples)
-        await ready_models(self.model, self.judge, fresh=fresh, model_has_work=any(s.id not in stored for s in samples))
+        digests = loaded_digests(self.bench)  # hashed once with the fingerprint
+        stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples, digests)
+        await ready_models(self.model, self.judge, fresh=fresh,
+                           model_has_work=any(s.id not in stored for s in samples))
         run_id = self.store.begin_run(spec, {**environment(self.model), **judged, **(env or {})}, fresh=fresh)
         self.store.set_total(run_id, len(ordinals) + len(bad))  # coverage, and `partial` for a --limit run
-        done = reusable_ids(self.store.completed_digests(run_id), samples)  # never a changed question's answer
+        done = reusable_ids(self.store.completed_digests(run_id), samples, digests)  # never a changed question's answer
         errors: list[tuple[str, str]] = []
         for i, record in enumerate(bad):
             self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
@@ -390,44 +350,26 @@ class Engine:
                 await self.judge.close()
 
         keep = {s.id for s in samples} | {b.id for b in bad}
-        results = [r for r in self.store.results(run_id) if r.sample_id in keep]
+        tables, n_failed = run_tables(self.store, run_id, self.bench, keep)  # cached when nothing changed
         return RunSummary(
             run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
-            n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
+            n_failed=n_failed, tables=tables,
             results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
             n_benchmark=len(ordinals) + len(bad),
             stage_utilisation={name: self.progress.utilisation(name) for name in ("decode", "model")},
         )
 
 
-def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-        model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
-        fresh: bool = False, limit: int | None = None, concurrency: int = 4,
-        show_progress: bool = True, report: bool = True, frame_cache: bool = True,
-        asr: bool = False, decode: DecodeMode = "threads", decode_workers: int = 2,
-        env: dict[str, Any] | None = None, judge: str | None = None, judge_args: dict[str, Any] | None = None,
-        llm_extract: bool = False, executor: Literal["local", "ray"] = "local", ray_address: str | None = None,
-        ray_args: dict[str, Any] | None = None) -> RunSummary:
-    """Run (or resume) one benchmark × model and return its summary. The library entry point.
-    `frame_cache=False` decodes every time instead of using the shared on-disk frame cache;
-    `asr=True` transcribes the audio (Whisper, `lvu[asr]`) of samples that have no subtitles;
-    `decode`/`decode_workers`: see `Engine`; `env` is stored with the run (e.g. a sweep tag).
-    Ctrl-C stops cleanly and raises `RunInterrupted` (a KeyboardInterrupt) saying how to resume.
-    `judge`/`judge_args`: a model (registry name + args) that judges open-ended and generation
-    samples, and with `llm_extract` maps replies without an option to one (runs/judging.py). The
-    judge is not part of the run id; stored samples it has not judged yet are judged on resume.
-    `executor="ray"` runs the same pipeline on a Ray cluster (lvu.runs.ray_executor, docs/ray.md)."""
-    if asr:  # before anything starts: a missing lvu[asr] is one line, not an error per sample
-        require_asr()
-    if executor == "ray":
-        from lvu.runs.ray_executor import run_on_ray
-
-        return run_on_ray(benchmark, model, settings=settings, model_args=model_args, results_dir=results_dir,
-                          fresh=fresh, limit=limit, concurrency=concurrency, show_progress=show_progress,
-                          report=report, frame_cache=frame_cache, asr=asr, env=env, judge=judge,
-                          judge_args=judge_args, llm_extract=llm_extract, address=ray_address, ray_args=ray_args)
-    if executor != "local":
-        raise LvuError(f"executor {executor!r} is unknown — use local or ray")
+def run_local(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+              model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
+              fresh: bool = False, limit: int | None = None, concurrency: int = 4,
+              show_progress: bool = True, frame_cache: bool = True,
+              asr: bool = False, decode: DecodeMode = "threads", decode_workers: int = 2,
+              env: dict[str, Any] | None = None, judge: str | None = None, judge_args: dict[str, Any] | None = None,
+              llm_extract: bool = False) -> RunSummary:
+    """Run (or resume) one benchmark × model in this process and return its summary; no report.
+    `lvu.api.run` (what `lvu run` calls) chooses this or the Ray executor, then writes the report;
+    its docstring explains the arguments. Ctrl-C stops cleanly and raises `RunInterrupted`."""
     spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
     judge_obj = make_run_judge(judge, judge_args, llm_extract)
     store = Store(results_dir)
@@ -445,7 +387,7 @@ def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
         if asr:
             warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
         return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
-                          show_progress=show_progress, limit=limit, report=report)
+                          show_progress=show_progress, limit=limit)
     finally:
         store.close()
 
@@ -462,44 +404,33 @@ def make_run_judge(judge: str | None, judge_args: dict[str, Any] | None, llm_ext
 
 
 def finish_run(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge | None, *, llm_extract: bool,
-               concurrency: int, show_progress: bool, limit: int | None, report: bool) -> RunSummary:
-    """After the pipeline (either executor): judge samples stored before without this judge, then
-    write the report — of exactly the samples this invocation covers. A `--limit` run writes
-    `reports/<run_id>-limit<K>.html` and never overwrites the run's full report."""
+               concurrency: int, show_progress: bool, limit: int | None) -> RunSummary:
+    """After the pipeline (either executor): record which samples this invocation covers, and
+    judge samples stored before without this judge. The report is lvu.api's to write (it sits
+    above the engine and the reports)."""
+    samples, bad = bench.loaded()
+    summary.sample_ids = [s.id for s in samples[:limit]] + [b.id for b in bad]
     if judge is not None:
-        judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress, limit)
-    if report:
-        from lvu.analysis.report import write_report
-
-        info = store.run(summary.run_id)
-        out, notes = None, []
-        if summary.limited:
-            out = store.dir / "reports" / f"{summary.run_id}-limit{limit}.html"
-            n_samples = len(bench.loaded()[0])
-            notes.append(f"--limit {limit}: this report covers the first {limit} of {n_samples} "
-                         f"samples; a run without --limit (or `lvu report {summary.run_id}`) reports the whole run")
-        summary.report_path = write_report(info, _in_scope(store, bench, summary.run_id, limit), summary.tables,
-                                           store.dir, out, notes=notes)
+        judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress)
     return summary
 
 
-def _in_scope(store: Store, bench: Benchmark, run_id: str, limit: int | None) -> list[SampleResult]:
-    """The run's stored results for the samples an invocation covers (the first `limit`, and the
-    records that could not be read), as its summary tables were aggregated."""
-    samples, bad = bench.loaded()
-    keep = {s.id for s in samples[:limit]} | {b.id for b in bad}
-    return [r for r in store.results(run_id) if r.sample_id in keep]
+def in_scope(store: Store, summary: RunSummary) -> list[SampleResult]:
+    """The run's stored results for the samples the invocation covers (`summary.sample_ids`), as
+    its summary tables were aggregated."""
+    keep = set(summary.sample_ids)
+    return [r for r in store.results(summary.run_id) if r.sample_id in keep]
 
 
 def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,
-                    concurrency: int, show_progress: bool, limit: int | None) -> None:
+                    concurrency: int, show_progress: bool) -> None:
     """Judge stored samples of the run that this judge has not judged, then refresh the summary."""
     from lvu.runs.judging import judge_stored
 
     done = asyncio.run(judge_stored(store, summary.run_id, bench, judge, llm_extract=llm_extract,
                                     concurrency=concurrency, show_progress=show_progress, mode="lvu run"))
     if done.n_judged or done.n_failed:
-        results = _in_scope(store, bench, summary.run_id, limit)
+        results = in_scope(store, summary)
         summary.tables = bench.aggregate(results)
         summary.errors = [(r.sample_id, r.error) for r in results if r.error]
         summary.n_failed = len(summary.errors)

@@ -71,18 +71,19 @@ def stored_headline(spec: RunSpec, results: list[SampleResult]) -> Headline | No
     """The headline of a stored run. A run whose benchmark cannot be rebuilt here (a plugin not
     installed, settings it no longer accepts) falls back to the per-label tables the viewer then
     shows (failed samples counted wrong), so the two still agree."""
-    from lvu.runs.engine import benchmark_of  # the engine is heavy: only when a run is scored
+    tables, bench = stored_tables(spec, results)
+    return headline_of_tables(tables, bench.settings.get("subset") if bench is not None else None)
+
+
+def stored_tables(spec: RunSpec, results: list[SampleResult]) -> tuple[list[Breakdown], Benchmark | None]:
+    """(the run's tables, the benchmark that aggregated them): its benchmark's official aggregate,
+    else the per-label tables with None (the fallback of `stored_headline`)."""
+    from lvu.runs.grading import benchmark_of  # reads no data: only when a run is scored
 
     try:
         bench = benchmark_of(spec)
-        return headline_of_tables(bench.aggregate(results), bench.settings.get("subset"))
+        return bench.aggregate(results), bench
     except Exception:
         from lvu.scoring.choice import breakdowns_by_label
 
-        return headline_of_tables(breakdowns_by_label(results))
-
-
-def coverage(n_ok: int, n_total: int | None) -> str:
-    """'30/60' (stored without error / the benchmark's samples), or '30' for runs stored before
-    lvu recorded the total."""
-    return f"{n_ok}/{n_total}" if n_total is not None else str(n_ok)
+        return breakdowns_by_label(results), None

@@ -74,15 +74,18 @@ def _video_stamp(path: str, memo: dict[str, str]) -> str:
     return memo[path]
 
 
-def data_fingerprint(samples: list[Sample], bad: list[Any]) -> str:
+def data_fingerprint(samples: list[Sample], bad: list[Any], digests: dict[str, str] | None = None) -> str:
     """The fingerprint of a benchmark's loaded data (samples in load order, unreadable records,
     subtitle file contents, video stamps). Videos are stamped by content, so a copy of the same
-    files elsewhere has the same stamps (their paths still enter through the samples)."""
+    files elsewhere has the same stamps (their paths still enter through the samples).
+    `digests`: the samples' digests when already computed (`loaded_digests`)."""
     h = hashlib.sha256(b"lvu-data-fp1")
     videos: dict[str, str] = {}
     subtitles: dict[str, str] = {}
+    if digests is not None and len(digests) != len(samples):  # repeated ids: hash each sample itself
+        digests = None
     for sample in samples:
-        h.update(sample_digest(sample).encode())
+        h.update((digests[sample.id] if digests is not None else sample_digest(sample)).encode())
         h.update(_video_stamp(sample.video.path, videos).encode())
         if sample.subtitles is not None:
             h.update(_file_digest(sample.subtitles.path, subtitles).encode())
@@ -97,10 +100,28 @@ def predates_fingerprints(settings: dict[str, Any]) -> bool:
     return FINGERPRINT_KEY not in settings
 
 
-def reusable_ids(stored: dict[str, str | None], samples: list[Sample]) -> set[str]:
+def reusable_ids(stored: dict[str, str | None], samples: list[Sample],
+                 digests: dict[str, str] | None = None) -> set[str]:
     """Ids of `samples` whose stored record (id -> its `sample_digest`, from Store.completed_digests)
-    answered this very sample; a record for a changed sample, or one without a digest, is redone."""
-    return {s.id for s in samples if s.id in stored and stored[s.id] == sample_digest(s)}
+    answered this very sample; a record for a changed sample, or one without a digest, is redone.
+    `digests` (sample id -> sample_digest, from `digests_of`) saves hashing the samples again."""
+    if digests is None:
+        return {s.id for s in samples if s.id in stored and stored[s.id] == sample_digest(s)}
+    return {s.id for s in samples if s.id in stored and stored[s.id] == digests[s.id]}
+
+
+def digests_of(samples: list[Sample]) -> dict[str, str]:
+    """sample id -> sample_digest (hashing 100k samples takes about a second: do it once per run)."""
+    return {s.id: sample_digest(s) for s in samples}
+
+
+def loaded_digests(bench: Any) -> dict[str, str]:
+    """`digests_of` the benchmark's loaded samples, kept with the benchmark object as its loaded
+    samples are (`Benchmark.loaded()`): the fingerprint and the resume check hash them once."""
+    digests = getattr(bench, "_lvu_digests", None)
+    if digests is None:
+        digests = bench._lvu_digests = digests_of(bench.loaded()[0])
+    return digests
 
 
 def require_same_data(run_id: str, settings: dict[str, Any], bench: Any) -> None:

@@ -55,7 +55,7 @@ def file_sha256(path: Path) -> str:
 def grade_rows(bench: Benchmark, rows: list[SavedRow]) -> list[SampleResult]:
     """Each row extracted and scored by the benchmark (engine.grade, as `lvu run` does); a row the
     harness marked failed is a failed sample. Shared by `lvu import` and `lvu score`."""
-    from lvu.runs.engine import grade
+    from lvu.runs.grading import grade
 
     results = []
     for row in rows:
@@ -77,7 +77,7 @@ def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | 
                 model_name: str | None = None, results_dir: str | Path | None = None) -> ImportSummary:
     """Import `path` (format `fmt`, auto-detected by default) as a run of `benchmark` with
     `settings` (data= the release the predictions were made on, compat=, split=, ...)."""
-    from lvu.runs.engine import make_benchmark
+    from lvu.runs.grading import make_benchmark
 
     path = Path(path)
     bench = make_benchmark(benchmark, {k: v for k, v in (settings or {}).items() if v is not None})

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from lvu.errors import LvuError
-from lvu.runs.progress import LoggedProgress
+from lvu.progress import LoggedProgress
 from lvu.scoring.judges import Judge, Judgement, JudgeTask
 from lvu.types import Prediction, Response, Sample, SampleResult, Score
 
@@ -113,7 +113,7 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
     once). Samples judged by this same judge are skipped unless `fresh` (which also bypasses the
     judge's response cache). Records the judge in the run's environment. The judge is closed at
     the end."""
-    from lvu.runs.engine import grade
+    from lvu.runs.grading import grade
 
     from lvu.runs.identity import sample_digest
 

@@ -16,21 +16,50 @@ import itertools
 import os
 import signal
 from concurrent.futures import BrokenExecutor, Executor
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lvu.errors import LvuError
 from lvu.media.cache import FrameCache
 from lvu.models.base import Model
-from lvu.types import Sample
+from lvu.types import Prompt, Sample, SampleResult
 
 if TYPE_CHECKING:
-    from lvu.runs.engine import Engine, _Prepared
+    from lvu.progress import PipelineProgress
+    from lvu.runs.store import Store
     from lvu.scoring.judges import Judge
 
 DecodeMode = Literal["threads", "processes"]
 DECODE_MODES = ("threads", "processes")
 DEAD_ENDPOINT_CALLS = 8
 """Model calls in a row that never reached the endpoint (after their retries) that stop a run."""
+
+
+@dataclass
+class Prepared:
+    """A sample between the two stages: its prompt (None when preparing it failed) and its record."""
+
+    sample: Sample
+    result: SampleResult
+    prompt: Prompt | None
+    started: float
+    unreachable: bool = False
+    """Its model call never reached the endpoint (see EndpointWatch)."""
+
+
+class Stages(Protocol):
+    """What `run_pipeline` drives: lvu.runs.engine.Engine (named by its shape, so this module
+    need not import the engine that imports it)."""
+
+    concurrency: int
+    decode_workers: int
+    interrupt_grace: float
+    progress: PipelineProgress
+    store: Store
+
+    async def prepare_sample(self, sample: Sample) -> Prepared: ...
+
+    async def answer_sample(self, item: Prepared) -> SampleResult: ...
 
 
 async def ready_models(model: Model | None, judge: Judge | None, *, fresh: bool, model_has_work: bool) -> None:
@@ -68,7 +97,7 @@ class EndpointWatch:
             self.in_a_row = 0
             return False
         self.in_a_row += 1
-        self.last_error = error or ""
+        self.last_error = (error or "").removeprefix("model error: ")
         return self.in_a_row >= self.limit
 
     def error(self) -> EndpointDown:
@@ -129,7 +158,7 @@ class ProcessDecoder:
             self.pool.shutdown(wait=wait, cancel_futures=True)
 
 
-async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals: dict[str, int],
+async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals: dict[str, int],
                        errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
     """Decode tasks prepare prompts ahead into a bounded queue (so the model never waits on the
     decoder, and memory holds at most `concurrency` prepared prompts); model workers take them,
@@ -139,7 +168,7 @@ async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals
     # A decode task takes all samples of one video (todo is sorted by video): the first decodes,
     # the others reuse its frames, and the decode tasks work on different videos in parallel.
     to_prepare = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
-    ready: asyncio.Queue[_Prepared | None] = asyncio.Queue(maxsize=engine.concurrency)
+    ready: asyncio.Queue[Prepared | None] = asyncio.Queue(maxsize=engine.concurrency)
     answering: set[asyncio.Task] = set()
     watch = EndpointWatch(len(todo))
     gone: list[EndpointDown] = []
@@ -177,8 +206,9 @@ async def run_pipeline(engine: Engine, run_id: str, todo: list[Sample], ordinals
         try:
             await asyncio.gather(*decoders)
         finally:
-            for _ in workers:
-                await ready.put(None)
+            if not stop.is_set():  # after a stop the workers end without markers (and may be gone: a full
+                for _ in workers:  # queue would then block here forever)
+                    await ready.put(None)
 
     workers = [asyncio.create_task(worker()) for _ in range(engine.concurrency)]
     decoders = [asyncio.create_task(decoder()) for _ in range(engine.decode_workers)]

@@ -43,9 +43,10 @@ from lvu.runs.engine import RunSummary, environment, finish_run, grade, make_run
 from lvu.runs.identity import reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.pipeline import EndpointDown, EndpointWatch, ready_models
-from lvu.runs.progress import PipelineProgress
+from lvu.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.store import Store
+from lvu.runs.summaries import run_tables
 from lvu.scoring.judges import Judge
 from lvu.types import RunSpec, Sample, SampleResult
 
@@ -219,10 +220,10 @@ class RayExecutor:
                 await self.judge.close()
 
         keep = {s.id for s in samples} | {b.id for b in bad}
-        results = [r for r in self.store.results(run_id) if r.sample_id in keep]
+        tables, n_failed = run_tables(self.store, run_id, self.bench, keep)  # as the local engine
         return RunSummary(
             run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
-            n_failed=sum(1 for r in results if r.error), tables=self.bench.aggregate(results),
+            n_failed=n_failed, tables=tables,
             results_dir=self.store.dir, errors=errors,
             stage_utilisation={name: progress.utilisation(name) for name in ("decode", "model")},
             n_benchmark=len(ordinals) + len(bad),
@@ -471,12 +472,12 @@ def _connect(ray: Any, address: str | None, options: RayOptions) -> bool:
 def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
                model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
                fresh: bool = False, limit: int | None = None, concurrency: int = 4, show_progress: bool = True,
-               report: bool = True, frame_cache: bool = True, asr: bool = False, env: dict[str, Any] | None = None,
+               frame_cache: bool = True, asr: bool = False, env: dict[str, Any] | None = None,
                judge: str | None = None, judge_args: dict[str, Any] | None = None, llm_extract: bool = False,
                address: str | None = None, ray_args: dict[str, Any] | None = None) -> RunSummary:
-    """`lvu.runs.engine.run(..., executor="ray")`: the same run on a Ray cluster. The model is
-    built on the replicas only (never on the driver); `concurrency` is samples in flight per replica;
-    a judge runs on the driver."""
+    """`lvu.api.run(..., executor="ray")`: the same run on a Ray cluster (lvu.api then writes the
+    report). The model is built on the replicas only (never on the driver); `concurrency` is samples
+    in flight per replica; a judge runs on the driver."""
     options = RayOptions.parse(ray_args)
     ray = _import_ray()
     spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
@@ -494,7 +495,7 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
 
             warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
         return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
-                          show_progress=show_progress, limit=limit, report=report)
+                          show_progress=show_progress, limit=limit)
     finally:
         store.close()
         if started_ray:

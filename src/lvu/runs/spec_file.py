@@ -26,15 +26,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lvu.errors import LvuError
+from lvu.runs.sweep import apply_probe, check_axes, points
 
 BENCHMARK_KEYS = ("frames", "fps", "subtitles", "resize", "compat", "seed", "data", "video_dir")
 """Settings handed to the benchmark (it rejects those it does not have, e.g. fps on haystack)."""
 RUN_KEYS = ("limit", "concurrency", "decode", "decode_workers", "asr", "judge", "judge_args", "llm_extract",
             "executor", "ray_address", "ray_args")
-"""Settings handed to `lvu.runs.engine.run` (only when set)."""
-PROBES = ("full", "blind", "blind-asr", "single-frame")
-"""Values of the `probe` sweep axis: the model as given, or one of the probes of models/probes.py around it."""
-SWEEP_AXES = ("frames", "fps", "subtitles", "resize", "compat", "seed", "probe")
+"""Settings handed to `lvu.api.run` (only when set)."""
 
 
 class Settings(BaseModel):
@@ -116,7 +114,7 @@ class PlannedRun(BaseModel):
     """Benchmark settings (None-free)."""
     model_args: dict[str, Any]
     options: dict[str, Any]
-    """Keyword arguments for `engine.run` (only those set)."""
+    """Keyword arguments for `lvu.api.run` (only those set)."""
     point: dict[str, Any] = Field(default_factory=dict)
     """The sweep point this run is (empty outside a sweep)."""
 
@@ -136,8 +134,6 @@ def _merge(layers: list[Settings]) -> dict[str, Any]:
 def plan_run(benchmark: str, model: str, merged: dict[str, Any], point: dict[str, Any] | None = None) -> PlannedRun:
     """Split merged settings into benchmark settings, model args and run options; a `probe`
     in the point wraps the model in that probe."""
-    from lvu.runs.sweep import apply_probe
-
     merged = {**merged, **{k: v for k, v in (point or {}).items() if k != "probe"}}
     settings = {**{k: merged[k] for k in BENCHMARK_KEYS if merged.get(k) is not None}, **merged["set"]}
     model, model_args = apply_probe(model, merged["model_args"], (point or {}).get("probe", "full"))
@@ -172,8 +168,6 @@ def parse(text: str, source: str = "<spec>") -> SpecFile:
         value = "" if err["type"] in ("missing", "extra_forbidden") else f" (got {err.get('input')!r})"
         raise LvuError(f"{source}: {_where(loc)}: {message}{value}") from None
     if spec.sweep is not None:
-        from lvu.runs.sweep import check_axes
-
         check_axes(spec.sweep, source)
     return spec
 
@@ -190,8 +184,6 @@ def load(path: str | Path) -> SpecFile:
 def expand(spec: SpecFile, source: str = "<spec>") -> list[PlannedRun]:
     """Every run the spec asks for, in order: benchmarks, then models, then sweep points. Each
     benchmark's settings are checked now, so a typo fails before the first run starts."""
-    from lvu.runs.sweep import points
-
     planned: list[PlannedRun] = []
     for i, bench in enumerate(spec.benchmarks):
         for model in spec.models:

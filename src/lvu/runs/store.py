@@ -48,7 +48,52 @@ CREATE TABLE IF NOT EXISTS tags (
     tag    TEXT NOT NULL,
     PRIMARY KEY (run_id, tag)
 );
+CREATE TABLE IF NOT EXISTS run_summary (
+    run_id   TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    code     TEXT NOT NULL,
+    headline TEXT,
+    tables   TEXT
+);
 """
+
+
+def _tally(row: str, sign: str) -> str:
+    """Trigger statements adding (+) or removing (-) sample `row` (NEW / OLD) to its run's counts."""
+    ensure = ("INSERT INTO run_stats (run_id) SELECT NEW.run_id"
+              " WHERE NOT EXISTS (SELECT 1 FROM run_stats WHERE run_id = NEW.run_id);\n" if sign == "+" else "")
+    return ensure + (f"UPDATE run_stats SET n_samples = n_samples {sign} 1, n_errors = n_errors {sign}"
+                     f" ({row}.error IS NOT NULL), version = version + 1 WHERE run_id = {row}.run_id;\n")
+
+
+# Per run: samples stored, failed, and a version that every change to its samples bumps. Kept by
+# triggers inside the writing transaction, whoever writes (an older lvu, the sqlite3 shell), so a
+# listing reads O(runs) rows and a cached summary is valid exactly while its version is current.
+# (No INSERT OR IGNORE in the triggers: the firing statement's conflict policy would override it.)
+_STATS = f"""
+CREATE TABLE run_stats (
+    run_id    TEXT PRIMARY KEY,
+    n_samples INTEGER NOT NULL DEFAULT 0,
+    n_errors  INTEGER NOT NULL DEFAULT 0,
+    version   INTEGER NOT NULL DEFAULT 0
+);
+CREATE TRIGGER run_stats_insert AFTER INSERT ON samples BEGIN
+{_tally("NEW", "+")}END;
+CREATE TRIGGER run_stats_update AFTER UPDATE ON samples BEGIN
+{_tally("OLD", "-")}{_tally("NEW", "+")}END;
+CREATE TRIGGER run_stats_delete AFTER DELETE ON samples BEGIN
+{_tally("OLD", "-")}END;
+"""
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of an SQL script, one by one (executescript would end the open transaction)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending
+            pending = ""
 
 
 def sweep_memberships(env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,13 +133,14 @@ class RunInfo(BaseModel):
     n_total: int | None = None
     """The benchmark's sample count when the run last ran (None: stored before lvu recorded it).
     The run's score is `lvu.runs.headline.stored_headline`, never a mean over stored rows."""
+    samples_version: int = 0
+    """Bumped by every change to the run's stored samples (what a cached summary is valid for)."""
 
     @property
     def coverage(self) -> str:
-        """'30/60': stored without error / the benchmark's samples."""
-        from lvu.runs.headline import coverage
-
-        return coverage(self.n_ok, self.n_total)
+        """'30/60': stored without error / the benchmark's samples ('30' for runs stored before lvu
+        recorded the total)."""
+        return f"{self.n_ok}/{self.n_total}" if self.n_total is not None else str(self.n_ok)
 
 
 class Store:
@@ -122,14 +168,27 @@ class Store:
         self.db.close()
 
     def _migrate(self) -> None:
-        """Bring a store made by an older lvu up to this schema (old rows keep NULL there)."""
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
-        if "n_total" not in columns:
-            try:
-                self.db.execute("ALTER TABLE runs ADD COLUMN n_total INTEGER")
-            except sqlite3.OperationalError as e:  # another process added it first
-                if "duplicate column" not in str(e):
-                    raise
+        """Bring a store made by an older lvu up to this schema (old rows keep NULL in new columns;
+        `digest` NULL means: read the record's `sample_digest`)."""
+        self._add_column("runs", "n_total INTEGER")
+        self._add_column("samples", "digest TEXT")
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_stats'").fetchone() is None:
+            with self.db:  # once per store: count what older lvu versions stored, then triggers keep it
+                self.db.execute("BEGIN IMMEDIATE")
+                if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_stats'").fetchone() is None:
+                    for statement in _statements(_STATS):
+                        self.db.execute(statement)
+                    self.db.execute("INSERT INTO run_stats (run_id, n_samples, n_errors, version)"
+                                    " SELECT run_id, COUNT(*), SUM(error IS NOT NULL), 1 FROM samples GROUP BY run_id")
+
+    def _add_column(self, table: str, column: str) -> None:
+        if column.split()[0] in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+            return
+        try:
+            self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        except sqlite3.OperationalError as e:  # another process added it first
+            if "duplicate column" not in str(e):
+                raise
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -178,18 +237,17 @@ class Store:
         self.db.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, time.time(), run_id))
 
     def runs(self) -> list[RunInfo]:
+        """Every run, most recently updated first; O(runs): the counts come from run_stats."""
         rows = self.db.execute(
             "SELECT r.run_id, r.benchmark, r.model, r.spec, r.env, r.created, r.updated, r.status,"
-            " COUNT(s.sample_id), SUM(s.error IS NOT NULL), SUM(s.error IS NULL AND s.sample_id IS NOT NULL),"
-            " r.n_total"
-            " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
-            " GROUP BY r.run_id ORDER BY r.updated DESC"
+            " COALESCE(s.n_samples, 0), COALESCE(s.n_errors, 0), r.n_total, COALESCE(s.version, 0)"
+            " FROM runs r LEFT JOIN run_stats s ON s.run_id = r.run_id ORDER BY r.updated DESC"
         ).fetchall()
         return [
             RunInfo(
                 run_id=r[0], benchmark=r[1], model=r[2], spec=RunSpec.model_validate_json(r[3]),
                 env=json.loads(r[4]), created=r[5], updated=r[6], status=r[7],
-                n_samples=r[8], n_errors=r[9] or 0, n_ok=r[10] or 0, n_total=r[11],
+                n_samples=r[8], n_errors=r[9], n_ok=r[8] - r[9], n_total=r[10], samples_version=r[11],
             )
             for r in rows
         ]
@@ -211,7 +269,9 @@ class Store:
         """Remove the run, its samples and its tags (report files are the caller's)."""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            for table in ("samples", "tags", "runs"):
+            # run_stats stays (zeroed by the triggers): its version never goes back, so a summary
+            # computed meanwhile by another process can never match a later run of the same id.
+            for table in ("samples", "tags", "run_summary", "runs"):
                 self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     # ---- tags ----------------------------------------------------------------------------------
@@ -238,22 +298,24 @@ class Store:
         return {r[0] for r in rows}
 
     def completed_digests(self, run_id: str) -> dict[str, str | None]:
-        """Samples that finished without error -> the `sample_digest` they were answered for."""
-        rows = self.db.execute("SELECT sample_id, json_extract(record, '$.sample_digest') FROM samples"
-                               " WHERE run_id = ? AND error IS NULL", (run_id,))
+        """Samples that finished without error -> the `sample_digest` they were answered for (its
+        own column; rows stored before the column existed keep it in the record only)."""
+        rows = self.db.execute("SELECT sample_id, COALESCE(digest, json_extract(record, '$.sample_digest'))"
+                               " FROM samples WHERE run_id = ? AND error IS NULL", (run_id,))
         return {r[0]: r[1] for r in rows}
 
     def put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
         """Store one sample's record; committed before this returns."""
         self.db.execute(
-            "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(run_id, sample_id) DO UPDATE SET ordinal = excluded.ordinal,"
             " record = excluded.record, score = excluded.score, correct = excluded.correct,"
-            " error = excluded.error, completed = excluded.completed",
+            " error = excluded.error, completed = excluded.completed, digest = excluded.digest",
             (
                 run_id, result.sample_id, ordinal, result.model_dump_json(), result.score,
                 None if result.correct is None else int(result.correct), result.error, time.time(),
+                result.sample_digest,
             ),
         )
 
@@ -264,3 +326,37 @@ class Store:
         rows = self.db.execute("SELECT record FROM samples WHERE run_id = ? ORDER BY ordinal, sample_id", (run_id,))
         for (record,) in rows:
             yield SampleResult.model_validate_json(record)
+
+    # ---- cached run summaries (lvu.runs.summaries) ---------------------------------------------------
+
+    def samples_version(self, run_id: str) -> int:
+        """The run's samples version (0 before any sample). Read it *before* reading the results a
+        summary is computed from: a sample stored in between then makes the summary stale, never wrong."""
+        return self.stats(run_id)[2]
+
+    def stats(self, run_id: str) -> tuple[int, int, int]:
+        """(samples stored, failed ones, samples version) of the run, from run_stats."""
+        row = self.db.execute("SELECT n_samples, n_errors, version FROM run_stats WHERE run_id = ?",
+                              (run_id,)).fetchone()
+        return (row[0], row[1], row[2]) if row else (0, 0, 0)
+
+    def current_summaries(self) -> dict[str, tuple[str, str | None]]:
+        """run id -> (code stamp, headline JSON) of every cached summary made at the run's current
+        samples version (whether the code stamp still holds is the caller's check)."""
+        rows = self.db.execute(
+            "SELECT h.run_id, h.code, h.headline FROM run_summary h LEFT JOIN run_stats s ON s.run_id = h.run_id"
+            " WHERE h.version = COALESCE(s.version, 0)")
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def summary(self, run_id: str) -> tuple[int, str, str | None] | None:
+        """(samples version, code stamp, tables JSON) of the run's cached summary, if any."""
+        row = self.db.execute("SELECT version, code, tables FROM run_summary WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def save_summary(self, run_id: str, version: int, code: str, headline: str | None, tables: str | None) -> None:
+        self.db.execute("INSERT OR REPLACE INTO run_summary (run_id, version, code, headline, tables)"
+                        " VALUES (?, ?, ?, ?, ?)", (run_id, version, code, headline, tables))
+
+    def stored_ids(self, run_id: str) -> list[str]:
+        """The run's sample ids (read from the primary-key index alone)."""
+        return [r[0] for r in self.db.execute("SELECT sample_id FROM samples WHERE run_id = ?", (run_id,))]

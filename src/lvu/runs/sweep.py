@@ -14,22 +14,20 @@ memberships when a run is reopened); `env["sweep"]` holds the latest one, as old
 
 from __future__ import annotations
 
-import inspect
 import itertools
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvu.errors import LvuError
 
+PROBES = ("full", "blind", "blind-asr", "single-frame")
+"""Values of the `probe` axis: the model as given, or one of the probes of models/probes.py around it."""
 PROBE_MODELS = {"blind": "blind", "blind-asr": "blind-asr", "single-frame": "single-frame"}
+SWEEP_AXES = ("frames", "fps", "subtitles", "resize", "compat", "seed", "probe")
 
 
 def check_axes(sweep: dict[str, Any], source: str) -> None:
     """One-line errors for a sweep section: known axes, non-empty lists, known probes."""
-    from lvu.runs.spec_file import PROBES, SWEEP_AXES
-
     name = sweep.get("name")
     if name is not None and not isinstance(name, str):
         raise LvuError(f"{source}: sweep.name: must be text (got {name!r})")
@@ -73,69 +71,7 @@ def apply_probe(model: str, model_args: dict[str, Any], probe: str) -> tuple[str
     return PROBE_MODELS[probe], args
 
 
-# ---- running a list of planned runs -----------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """One planned run and how it went: its summary, or the one-line error that stopped it."""
-
-    planned: Any
-    """The lvu.runs.spec_file.PlannedRun."""
-    summary: Any = None
-    """The lvu.runs.engine.RunSummary, when the run ran."""
-    error: str | None = None
-
-
-def run_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The planned options `engine.run` accepts; the judge keys only when set (and supported)."""
-    from lvu.runs.engine import run
-
-    accepted = inspect.signature(run).parameters
-    missing = [k for k in options if k not in accepted]
-    if missing:
-        raise LvuError(f"{', '.join(missing)}: not supported by this lvu's run engine — remove the key(s)")
-    return dict(options)
-
-
-def execute(planned: list[Any], *, results_dir: str | Path | None = None, fresh: bool = False,
-            report: bool = True, frame_cache: bool = True, show_progress: bool = True,
-            sweep: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
-            on_done: Any = None, tags: list[str] | None = None) -> list[Outcome]:
-    """Run each planned run in order (each resumable); a run that cannot start (e.g. a bad model
-    argument) is recorded as an error and the next one goes on. Ctrl-C (RunInterrupted) stops all.
-    `overrides` replace planned options (e.g. a command-line --limit); `on_done(outcome)` is
-    called after each run; `tags` are added to every run that ran (`lvu results tag`)."""
-    from lvu.runs.engine import run
-
-    tag = None if sweep is None else {"name": name_of(sweep), "axes": axes_of(sweep)}
-    outcomes = []
-    for i, item in enumerate(planned, start=1):
-        if show_progress:  # which grid point (or spec run) the progress bar below belongs to
-            print(progress_line(item, i, len(planned)), file=sys.stderr, flush=True)
-        outcome = Outcome(item)
-        try:
-            options = run_options({**item.options, **(overrides or {})})
-            membership = None if tag is None else {**tag, "point": dict(item.point)}
-            env = None if membership is None else {"sweep": membership, "sweeps": [membership]}
-            outcome.summary = run(item.benchmark, item.model, settings=item.settings, model_args=item.model_args,
-                                  results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
-                                  show_progress=show_progress, env=env, **options)
-            if tags:
-                add_tags(results_dir, outcome.summary.run_id, tags)
-        except LvuError as e:
-            outcome.error = str(e)
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
-    return outcomes
-
-
-def progress_line(item: Any, i: int, n: int) -> str:
-    """'point 2/4: frames=16' for a sweep point, 'run 2/3: lvbench × openai' for a spec's run."""
-    if item.point:
-        return f"point {i}/{n}: " + ", ".join(f"{k}={v}" for k, v in item.point.items())
-    return f"run {i}/{n}: {item.benchmark} × {item.model}"
+# ---- tags and scores of the runs made (lvu.api.run_planned runs them) -------------------------------
 
 
 def add_tags(results_dir: str | Path | None, run_id: str, tags: list[str]) -> None:

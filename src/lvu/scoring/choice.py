@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from lvu.benchmarks.base import Breakdown
-from lvu.types import LETTERS, SampleResult
+from lvu.types import LETTERS, Breakdown, SampleResult
 
 _LETTER_PATTERNS = [
     r"^\s*\(?([A-Z])\)?\s*$",  # "B", "(B)"

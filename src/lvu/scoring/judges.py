@@ -400,7 +400,7 @@ async def judge_rows(judge: Judge, rows: list[DevRow], *, concurrency: int = 8,
 
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-    from lvu.runs.progress import LoggedProgress
+    from lvu.progress import LoggedProgress
 
     gate = asyncio.Semaphore(max(1, concurrency))
     progress = LoggedProgress(TextColumn("[bold]judging dev set"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -99,7 +99,7 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
     @app.get("/", response_class=HTMLResponse)
     def runs_page() -> str:
         runs = catalog.runs()
-        return pages.runs_page(runs, {r.run_id: catalog.headline(r) for r in runs}, str(catalog.dir))
+        return pages.runs_page(runs, catalog.headlines(runs), str(catalog.dir))
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str, show: str = "all", label: str | None = None, page: int = Query(1, ge=1)) -> str:
@@ -121,7 +121,9 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
 
     @app.get("/api/runs")
     def api_runs() -> list[dict[str, Any]]:
-        return [_run_json(r, catalog.headline(r)) for r in catalog.runs()]
+        runs = catalog.runs()
+        scores = catalog.headlines(runs)
+        return [_run_json(r, scores[r.run_id]) for r in runs]
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str, show: str = "all", label: str | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from lvu.benchmarks.base import Breakdown
 from lvu.errors import LvuError
 from lvu.runs.headline import Headline, headline_of_tables
 from lvu.runs.store import DB_NAME, RunInfo, Store
+from lvu.runs.summaries import run_headlines
 from lvu.types import SampleResult
 
 SHOWS: tuple[str, ...] = ("all", "wrong", "failed", "correct")
@@ -114,10 +115,7 @@ class Catalog:
         show` prints them; cached until the run's samples change. A run whose benchmark cannot be
         rebuilt here (a plugin not installed, settings it no longer accepts) gets per-label tables
         and a note."""
-        with self.store() as store:
-            version = store.db.execute("SELECT COUNT(*), MAX(completed) FROM samples WHERE run_id = ?",
-                                       (info.run_id,)).fetchone()
-        key = (info.updated, *version)
+        key = (info.updated, info.samples_version)  # read with `info`, before any of these results
         with self._lock:
             cached = self._tables.get(info.run_id)
         if cached is not None and cached[0] == key:
@@ -139,9 +137,14 @@ class Catalog:
 
     def headline(self, info: RunInfo) -> Headline | None:
         """The run's headline score (lvu.runs.headline: the official overall row, as `lvu results
-        list` shows it), from the cached tables: the run list reads each run's results only when its
-        samples changed since the last look."""
+        list` shows it), from its tables (the run page, which has them anyway)."""
         return headline_of_tables(self.tables(info).tables, info.spec.settings.get("subset"))
+
+    def headlines(self, runs: list[RunInfo]) -> dict[str, Headline | None]:
+        """Every listed run's headline from the store's per-run cache (lvu.runs.headline.run_headlines:
+        the run list reads O(runs) rows; a run's results only when its samples changed)."""
+        with self.store() as store:
+            return run_headlines(store, runs)
 
     # ---- where a sample's frames come from ---------------------------------------------------------
 

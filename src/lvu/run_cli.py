@@ -12,10 +12,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.console_output import add_id_column, fold_cells, make_console
-
-console = make_console()
-err_console = make_console(stderr=True)
+from lvu.cli_common import check_limit, check_tags, console, err_console, parse_kv
+from lvu.console_output import add_id_column, fold_cells
 
 
 def _label(value: Any) -> str:
@@ -82,14 +80,15 @@ def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None) -> N
 def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report: bool, frame_cache: bool,
                   overrides: dict[str, Any], tags: list[str] | None = None) -> None:
     """`lvu run -c spec.yaml`: every combination in order, then one summary table."""
+    from lvu.api import run_planned
     from lvu.runs import spec_file
-    from lvu.runs.sweep import axes_of, execute
+    from lvu.runs.sweep import axes_of
 
     spec = spec_file.load(config)
     planned = spec_file.expand(spec, str(config))
     console.print(f"{config}: {len(planned)} run(s)")
-    outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=report,
-                       frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides, tags=tags)
+    outcomes = run_planned(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=report,
+                           frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides, tags=tags)
     _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None)
 
 
@@ -98,16 +97,16 @@ def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any
                    frame_cache: bool, tags: list[str]) -> None:
     """`lvu run -b videomme,mlvu`: one run per benchmark, in turn, as `lvu run -c` runs a spec's
     benchmarks; every benchmark's settings are checked before the first run starts."""
+    from lvu.api import run_planned
     from lvu.runs.spec_file import PlannedRun, check_benchmark
-    from lvu.runs.sweep import execute
 
     planned = [PlannedRun(benchmark=b, model=model, settings=dict(settings), model_args=dict(model_args),
                           options=dict(options)) for b in benchmarks]
     for item in planned:
         check_benchmark(item, f"--benchmark {item.benchmark}")
     console.print(f"{len(planned)} run(s): {', '.join(benchmarks)} × {model}")
-    outcomes = execute(planned, results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
-                       tags=tags)
+    outcomes = run_planned(planned, results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
+                           tags=tags)
     _finish(outcomes, f"{', '.join(benchmarks)} × {model}")
 
 
@@ -154,10 +153,9 @@ def sweep(
     Example: lvu sweep -b haystack -m ocr-match --frames 8,16,32,64 --probe full,blind.
     Points reuse the frame cache and response caches; a point equal to an earlier run resumes it.
     """
-    from lvu.cli import check_limit, parse_kv
-    from lvu.results_cli import check_tags
+    from lvu.api import run_planned
     from lvu.runs import spec_file
-    from lvu.runs.sweep import axes_of, execute
+    from lvu.runs.sweep import axes_of
 
     check_limit(limit)
     tags = check_tags(tag)
@@ -184,6 +182,6 @@ def sweep(
     from lvu.runs.sweep import name_of
 
     console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
-    outcomes = execute(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=not no_report,
-                       sweep=spec.sweep, overrides=overrides, tags=tags)
+    outcomes = run_planned(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=not no_report,
+                           sweep=spec.sweep, overrides=overrides, tags=tags)
     _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)))

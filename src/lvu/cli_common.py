@@ -1,0 +1,99 @@
+"""What every command module shares: the two consoles (one output style), the --results-dir
+option, KEY=VALUE parsing, the --limit and --tag checks, and the tables of a run's scores.
+
+cli.py registers the commands; the command modules (run_cli.py, results_cli.py, judge_cli.py,
+analysis_cli.py, import_cli.py, web/serve.py's `view`) import these from here, never from cli.py,
+so no command module and cli.py import each other. Imports stay light (typer, rich): `lvu --help`
+loads this module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from lvu.console_output import fold_cells, make_console
+from lvu.errors import LvuError
+
+console = make_console()
+err_console = make_console(stderr=True)
+
+ResultsDir = Annotated[
+    Optional[Path],
+    typer.Option("--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results)."),
+]
+
+
+_KV_PIECE = re.compile(r"[A-Za-z_][\w.]*=")
+KV_HELP = ("KEY=VALUE (repeatable); K1=V1,K2=V2 is several pairs when every comma piece is KEY=VALUE "
+           "— quote a value with commas as JSON: K='\"a,b=c\"'")
+
+
+def split_pairs(item: str, what: str) -> list[str]:
+    """`k1=v1,k2=v2` (the lmms-eval habit) as ["k1=v1", "k2=v2"]: split at commas only when the
+    value is not JSON and every comma piece is KEY=VALUE with an identifier key. A value with
+    commas and no KEY= piece (`prompt=a,b`) stays whole; one where only some pieces look like
+    KEY=VALUE is ambiguous and refused, since guessing either way silently misreads the run."""
+    value = item.split("=", 1)[1]
+    if "," not in value:
+        return [item]
+    try:
+        json.loads(value)
+        return [item]  # a JSON list, object or string keeps its commas
+    except json.JSONDecodeError:
+        pass
+    pieces = item.split(",")
+    keyed = [bool(_KV_PIECE.match(p)) for p in pieces[1:]]
+    if not any(keyed):
+        return [item]
+    if all(keyed) and _KV_PIECE.match(pieces[0]):
+        return pieces
+    raise LvuError(f"{what} {item!r} mixes KEY=VALUE pieces with other comma-separated text — pass one "
+                   f"{what} per pair, or quote a value with commas as JSON: {what} 'KEY=\"a,b\"'")
+
+
+def parse_kv(items: list[str], what: str) -> dict[str, object]:
+    """`k=v` pairs (`k1=v1,k2=v2` too: `split_pairs`); values parsed as JSON when they look like it
+    (numbers, true/false, lists, objects, "quoted strings"), else kept as text. Each backend or
+    benchmark converts its values with lvu.args (so `False` and `no` are false there too)."""
+    out: dict[str, object] = {}
+    for item in items:
+        if "=" not in item or not item.split("=", 1)[0].strip():
+            raise LvuError(f"{what} {item!r} is not KEY=VALUE — e.g. {what} temperature=0")
+        for pair in split_pairs(item, what):
+            key, value = pair.split("=", 1)
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError:
+                out[key] = value
+    return out
+
+
+def check_limit(limit: int | None) -> None:
+    """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
+    if limit is not None and limit < 1:
+        raise LvuError(f"--limit {limit}: must be at least 1 (the first K samples) — leave --limit out to run them all")
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Tags as given, refusing empty ones and ones with commas or spaces (they would not filter cleanly)."""
+    for tag in tags:
+        if not tag or any(c in tag for c in ", \t\n"):
+            raise LvuError(f"tag {tag!r}: must be non-empty, without spaces or commas — e.g. --tag paper-v2")
+    return list(dict.fromkeys(tags))
+
+
+def print_tables(tables, title: str) -> None:
+    for t in tables:
+        table = Table(title=f"{title} — {t.title}" if t.title != "overall" else title, title_justify="left")
+        table.add_column(t.title if t.title != "overall" else "")
+        table.add_column("n", justify="right")
+        table.add_column("score %", justify="right")
+        for name, n, score in t.rows:
+            table.add_row(name, str(n), f"{score:.1f}")
+        console.print(fold_cells(table))

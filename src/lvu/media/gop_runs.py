@@ -1,0 +1,86 @@
+"""Parallel GOP runs: one read cut into contiguous runs of whole GOPs of about equal work, each run
+decoded by its own single-threaded decoder (a "twin" of the reader) on its own thread.
+
+FFmpeg's frame threads gain little on seek-heavy reads (each seek drains their pipeline); separate
+decoders over disjoint GOPs scale with the cores. Used by VideoReader._fetch/_fetch_keyframes.
+
+(Split out of lvu.media.video, which re-exports the constants.)
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor, wait
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from lvu.media.frame_index import _Index
+    from lvu.media.video import Resize, VideoReader
+
+SEEK_COST_FRAMES = 8
+"""A seek (demuxer jump + decoder flush and refill) costs about this many decoded frames."""
+MAX_DECODERS = 4
+"""Most decoders one call runs side by side (each single-threaded, each on its own GOPs)."""
+PARALLEL_MIN_FRAMES = 60
+"""Below about this many frames to decode, one call uses one decoder."""
+
+
+def decoder_count(threads: int) -> int:
+    """Decoders a reader with `threads` (0 = one per core) runs side by side."""
+    n = threads or (os.cpu_count() or 1)
+    return max(1, min(n, MAX_DECODERS))
+
+
+def split_runs(index: _Index, targets: list[int], *, keyframes: bool, decoders: int) -> list[list[int]]:
+    """Cut sorted target pts into runs of whole GOPs of about equal decoding work (frames from each
+    GOP's keyframe to its last target; one frame per keyframe when `keyframes`). One run when the
+    work is small, the decoders few, or frames must be counted (no trustworthy pts to split on)."""
+    n = decoders
+    if n < 2 or len(targets) < 2 or index.counted or not index.timed:
+        return [targets]
+    keys, pts = np.asarray(index.keys), index.pts
+    ts = np.asarray(targets)
+    gop = np.maximum(np.searchsorted(keys, ts, side="right") - 1, 0)  # each target's keyframe
+    cuts = np.flatnonzero(np.diff(gop)) + 1  # where a new GOP starts in `targets`
+    if len(cuts) == 0:
+        return [targets]
+    firsts, lasts = np.r_[0, cuts], np.r_[cuts - 1, len(ts) - 1]
+    if keyframes:
+        work = np.full(len(firsts), 1 + SEEK_COST_FRAMES)
+    else:  # frames from each GOP's keyframe to its last target
+        work = np.searchsorted(pts, ts[lasts]) - np.searchsorted(pts, keys[gop[firsts]]) + 1 + SEEK_COST_FRAMES
+    total = int(work.sum())
+    if total < PARALLEL_MIN_FRAMES:
+        return [targets]
+    n = min(n, len(firsts))
+    # GOP g goes to part floor(n * work done before g / total): contiguous, about equal work
+    part_of = np.minimum((n * (np.cumsum(work) - work) / total).astype(int), n - 1)
+    starts = np.r_[0, firsts[np.flatnonzero(np.diff(part_of)) + 1], len(ts)]
+    return [targets[a:b] for a, b in pairwise(starts.tolist()) if b > a]
+
+
+def decode_in_parallel(reader: VideoReader, parts: list[list[int]], rs: Resize | None, *,
+                       keyframes: bool) -> dict:
+    """Decode each run on its own twin decoder (opened lazily, kept for later calls); target pts ->
+    (array, pts shown), merged. Every decoder is idle again before an error propagates."""
+    while len(reader._twins) < len(parts):
+        reader._twins.append(reader._twin())
+    if reader._pool is None:
+        reader._pool = ThreadPoolExecutor(decoder_count(reader._threads), thread_name_prefix="lvu-decode")
+
+    def work(twin: VideoReader, part: list[int]) -> dict:
+        try:
+            return twin._decode_keyframes(part, rs) if keyframes else twin._decode(part, rs)
+        except BaseException:
+            twin._cursor = None
+            raise
+
+    jobs = [reader._pool.submit(work, twin, part) for twin, part in zip(reader._twins, parts)]
+    wait(jobs)
+    out: dict = {}
+    for job in jobs:
+        out.update(job.result())
+    return out

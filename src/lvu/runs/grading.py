@@ -1,0 +1,58 @@
+"""Benchmark objects for runs and the grading of one response, without the engine.
+
+`make_benchmark` (a benchmark by name, paths resolved), `benchmark_of` (the one a stored run was
+made with) and `grade` / `score_saved` (extract + score a response) serve the engine and the Ray
+executor, and also what reads stored runs: `lvu score`, `lvu import`, judging, headline scores,
+the viewer and the reports. They live here so those need not import the engine (and its pipeline).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lvu.benchmarks import load_all as _load_benchmarks
+from lvu.benchmarks.base import BENCHMARKS, Benchmark
+from lvu.errors import LvuError
+from lvu.runs.identity import FINGERPRINT_KEY, resolve_paths
+from lvu.types import Response, RunSpec, Sample, SampleResult
+
+RUN_ONLY_SETTINGS = ("data_version", FINGERPRINT_KEY, "asr", "import_sha256")
+"""Keys make_spec (and `lvu import`, runs/importer.py) add to a spec's settings that are not benchmark settings."""
+
+
+def make_benchmark(benchmark: str, settings: dict[str, Any] | None = None) -> Benchmark:
+    """The benchmark object alone, paths resolved, no data read (for commands that make no run:
+    `lvu data check`, `lvu score`, `lvu frames`)."""
+    _load_benchmarks()
+    return BENCHMARKS.get(benchmark)(**resolve_paths(settings or {}))
+
+
+def benchmark_of(spec: RunSpec) -> Benchmark:
+    """The benchmark object a stored run was made with (for show / submit / report)."""
+    _load_benchmarks()
+    settings = {k: v for k, v in spec.settings.items() if k not in RUN_ONLY_SETTINGS}
+    return BENCHMARKS.get(spec.benchmark)(**settings)
+
+
+def grade(bench: Benchmark, sample: Sample, response: Response, result: SampleResult) -> SampleResult:
+    """Extract and score one response into `result` (shared by runs and `lvu score`)."""
+    prediction = bench.extract(sample, response)
+    score = bench.score(sample, prediction)
+    result.prediction = prediction.value
+    result.score, result.correct, result.counted = score.value, score.correct, score.counted
+    result.explanation = score.explanation
+    return result
+
+
+def score_saved(bench: Benchmark, pairs: list[tuple[Sample, str]]) -> list[SampleResult]:
+    """Score saved (sample, raw response) pairs without running a model."""
+    results = []
+    for sample, text in pairs:
+        result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer, response=text,
+                              n_options=len(sample.options) or None, question=sample.question, options=sample.options)
+        try:
+            grade(bench, sample, Response(text=text), result)
+        except LvuError as e:
+            result.error = str(e)
+        results.append(result)
+    return results
