@@ -4,8 +4,8 @@ through the real `openai` SDK, against a local OpenAI-compatible server in its o
 (`python -m lvu.models.testing_server`) that answers every request after a fixed latency.
 
 Workload: samples of 8 frames each (320x180, read from lvu's on-disk frame cache, warmed before
-timing), 8 questions per video as in the papers' benchmarks; 400 samples at concurrency 32, 2000
-at 256 (`--samples`), so the last partial round of requests weighs little.
+timing), 8 questions per video as in the papers' benchmarks; 400 samples at concurrency 32, 2048
+at 256 (`--samples`; 8 rounds of 256, so no partial last round caps the rate below the ideal).
   - backend:     the prompts through OpenAICompat.generate, at most `concurrency` in flight; every
                  prompt has its own copies of its frames, so each request encodes 8 JPEGs.
   - pre-encoded: the same, but the questions of a video share its frame arrays and the backend's
@@ -13,17 +13,20 @@ at 256 (`--samples`), so the last partial round of requests weighs little.
   - engine:      `lvu.api.run("jsonl", "openai", concurrency=N)` over the same samples: frame-cache
                  reads, prompt building, extraction, scoring, the SQLite store.
   - sequential:  one request at a time (lmms-eval's default OpenAI path), same encoding, through the
-                 sync `openai.OpenAI` client; `--seq-samples` of them, extrapolated.
+                 sync `openai.OpenAI` client, over `--seq-samples` samples.
 
 Bounds printed with every row: ideal = concurrency / latency; rounds = samples / (ceil(samples /
 concurrency) x latency), what no client can beat; CPU = what this box's CPUs allow:
 min(1 / loop CPU per request — the event loop thread runs the SDK's Python, one core at most —,
 cores / (client + server CPU per request) — client and server share the cores). CPU times are
 measured per run: the client process (all threads), its event-loop thread, and the server process
-(/proc); "loop waited" is the share of the run the loop thread sat runnable but off a CPU (other
-processes on the box). Target: backend rate >= 0.9 x min(ideal, CPU bound). Medians of `--repeat`.
+(/proc). "cores used" is client + server CPU per second of the run (at most the box's cores);
+"loop waited" is the share of the run the loop thread sat runnable but off a CPU — behind the
+client's own JPEG threads, the server, or other processes on a shared box, which the CPU bound
+(an idle box's) does not count. Target: backend rate >= 0.9 x min(ideal, CPU bound). Medians of
+`--repeat` runs. `-a cache=true` measures with the response cache on (empty at every run).
 
-    python benchmarks/api_throughput.py [--concurrency 32 256] [--samples 400 2000] [--latency 0.3] [--repeat 3]
+    python benchmarks/api_throughput.py [--concurrency 32 256] [--samples 400 2048] [--latency 0.3] [--repeat 3] [-a K=V]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -135,12 +139,12 @@ class Meter:
 
 
 async def lvu_backend(prompts: list, base_url: str, concurrency: int, server_pid: int,
-                      pre_encoded: bool = False) -> Timed:
+                      pre_encoded: bool = False, model_args: dict | None = None) -> Timed:
     """All prompts through OpenAICompat.generate, at most `concurrency` in flight. `pre_encoded`:
     every distinct frame array's JPEG is memoised before the clock starts."""
     from lvu.models.openai_compat import OpenAICompat
 
-    model = OpenAICompat(model="fake-vlm", base_url=base_url, cache=False)
+    model = OpenAICompat(model="fake-vlm", base_url=base_url, **{"cache": False, **(model_args or {})})
     if pre_encoded:
         for p in prompts:
             if not all(model._encode.has(f.image) for f in p.frames):
@@ -161,12 +165,13 @@ async def lvu_backend(prompts: list, base_url: str, concurrency: int, server_pid
     return measured
 
 
-def lvu_engine(data: Path, base_url: str, concurrency: int, n_frames: int, results: Path, server_pid: int) -> Timed:
+def lvu_engine(data: Path, base_url: str, concurrency: int, n_frames: int, results: Path, server_pid: int,
+               model_args: dict) -> Timed:
     from lvu.api import run
 
     meter = Meter(server_pid)
     summary = run("jsonl", "openai", settings={"data": str(data), "frames": n_frames, "subtitles": "none"},
-                  model_args={"model": "fake-vlm", "base_url": base_url, "cache": False},
+                  model_args={"model": "fake-vlm", "base_url": base_url, "cache": False, **model_args},
                   results_dir=results, concurrency=concurrency, show_progress=False, report=False, fresh=True)
     measured = meter.stop()
     if summary.n_failed:
@@ -197,6 +202,9 @@ class Row:
     samples: int
     runs: list[Timed]
 
+    def rates(self) -> list[float]:
+        return [self.samples / t.elapsed for t in self.runs]
+
     def per_request_ms(self, field: str) -> float | None:
         values = [getattr(r, field) for r in self.runs]
         return None if None in values else statistics.median(values) / self.samples * 1000
@@ -206,22 +214,32 @@ class Row:
         loop, client, server = (self.per_request_ms(f) for f in ("loop_cpu", "client_cpu", "server_cpu"))
         return min(1000 / loop, cores * 1000 / (client + (server or 0.0)))
 
+    def share(self, part: str) -> str:
+        """Median over runs of CPU seconds per second of the run: "cores" used by client and server,
+        or "waited", the loop thread's time runnable but off a CPU."""
+        if part == "cores":
+            values = [None if t.server_cpu is None else (t.client_cpu + t.server_cpu) / t.elapsed for t in self.runs]
+        else:
+            values = [None if t.loop_wait is None else t.loop_wait / t.elapsed for t in self.runs]
+        if None in values:
+            return "-"
+        return f"{statistics.median(values):.2f}" if part == "cores" else f"{statistics.median(values):.0%}"
+
 
 def print_table(rows: list[Row], latency: float, cores: int) -> None:
     head = ("client", "conc", "latency", "samples", "rate/s", "ideal", "rounds", "CPU bound", "rate/min(ideal,CPU)",
-            "client CPU/req", "loop CPU/req", "server CPU/req", "loop waited")
+            "client CPU/req", "loop CPU/req", "server CPU/req", "cores used", "loop waited")
     lines = [head]
     for r in rows:
-        rates = [r.samples / t.elapsed for t in r.runs]
-        rate, ideal = statistics.median(rates), r.concurrency / latency
+        rates = r.rates()
+        rate, ideal, bound = statistics.median(rates), r.concurrency / latency, r.cpu_bound(cores)
         rounds = r.samples / (-(-r.samples // r.concurrency) * latency)
-        bound = r.cpu_bound(cores)
-        server, waits = r.per_request_ms("server_cpu"), [t.loop_wait for t in r.runs]
-        wait = "-" if None in waits else f"{statistics.median(w / t.elapsed for w, t in zip(waits, r.runs)):.0%}"
+        server = r.per_request_ms("server_cpu")
         lines.append((r.client, str(r.concurrency), f"{latency * 1000:.0f} ms", str(r.samples),
                       f"{rate:.1f} [{min(rates):.0f}-{max(rates):.0f}]", f"{ideal:.1f}", f"{rounds:.1f}", f"{bound:.0f}",
                       f"{rate / min(ideal, bound):.2f}", f"{r.per_request_ms('client_cpu'):.2f} ms",
-                      f"{r.per_request_ms('loop_cpu'):.2f} ms", "-" if server is None else f"{server:.2f} ms", wait))
+                      f"{r.per_request_ms('loop_cpu'):.2f} ms", "-" if server is None else f"{server:.2f} ms",
+                      r.share("cores"), r.share("waited")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     for line in lines:
         print("  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))
@@ -238,17 +256,28 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each lvu measurement (median reported)")
     ap.add_argument("--no-engine", action="store_true", help="skip the run-engine measurement")
     ap.add_argument("--no-pre-encoded", action="store_true", help="skip the pre-encoded backend measurement")
+    ap.add_argument("-a", "--model-arg", action="append", default=[], metavar="K=V",
+                    help="an openai backend argument for the lvu runs, e.g. cache=true (default cache=false) or http=httpx")
     args = ap.parse_args()
+    model_args = dict(kv.split("=", 1) for kv in args.model_arg)
     samples = args.samples or [max(400, 8 * c) for c in args.concurrency]
     if len(samples) != len(args.concurrency):
         ap.error("--samples needs one count per --concurrency")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from lvu.benchmarks.jsonl import write_samples
 
     with tempfile.TemporaryDirectory(prefix="lvu-api-bench-") as tmp:
         root = Path(tmp)
         os.environ["LVU_CACHE_DIR"] = str(root / "cache")
         items = make_data(root, max(samples), args.frames)
         server, base_url = start_server(args.latency)
+
+        def run_args() -> dict:
+            """The model arguments of one timed run. With `-a cache=true` the response cache starts
+            empty (every request a miss and a write, as in a first run): repeats are no cache hits."""
+            shutil.rmtree(root / "cache" / "responses", ignore_errors=True)
+            return model_args
+
         try:
             print(f"api_throughput: {args.frames} frames per sample (320x180 from the frame cache, JPEG q90), local "
                   f"server (own process) latency {args.latency * 1000:.0f} ms, {cores} CPUs shared by client and "
@@ -256,39 +285,33 @@ def main() -> int:
             asyncio.run(lvu_backend([prompt_for(i, *it) for i, it in enumerate(items[:4])], base_url, 4, server.pid))
             rows: list[Row] = []
             for conc, n in zip(args.concurrency, samples):
-                fresh = [prompt_for(i, s, b) for i, (s, b) in enumerate(items[:n])]  # built before the clock
-                rows.append(Row("backend", conc, n, [asyncio.run(lvu_backend(fresh, base_url, conc, server.pid))
-                                                     for _ in range(args.repeat)]))
-                del fresh
-                if not args.no_pre_encoded:
-                    shared = [prompt_for(i, s, b, copy=False) for i, (s, b) in enumerate(items[:n])]
-                    rows.append(Row("pre-encoded", conc, n, [asyncio.run(lvu_backend(shared, base_url, conc, server.pid,
-                                                                                     pre_encoded=True))
-                                                             for _ in range(args.repeat)]))
-                if not args.no_engine:
-                    from lvu.benchmarks.jsonl import write_samples
+                def backend(pre_encoded: bool, conc: int = conc, n: int = n) -> list[Timed]:
+                    prompts = [prompt_for(i, s, b, copy=not pre_encoded) for i, (s, b) in enumerate(items[:n])]
+                    return [asyncio.run(lvu_backend(prompts, base_url, conc, server.pid, pre_encoded, run_args()))
+                            for _ in range(args.repeat)]
 
+                rows.append(Row("backend", conc, n, backend(False)))
+                if not args.no_pre_encoded:
+                    rows.append(Row("pre-encoded", conc, n, backend(True)))
+                if not args.no_engine:
                     data = write_samples(root / f"data{n}.jsonl", [s for s, _ in items[:n]])
-                    rows.append(Row("engine", conc, n, [lvu_engine(data, base_url, conc, args.frames,
-                                                                   root / f"results{conc}-{i}", server.pid)
-                                                        for i in range(args.repeat)]))
+                    rows.append(Row("engine", conc, n, [lvu_engine(data, base_url, conc, args.frames, root / f"results{conc}-{i}",
+                                                                   server.pid, run_args()) for i in range(args.repeat)]))
             print_table(rows, args.latency, cores)
             k = min(args.seq_samples, len(items))
             rate_seq = k / sequential(items[:k], base_url)
             backend = [r for r in rows if r.client == "backend"]
             print(f"  sequential client (one request at a time, lmms-eval's default path): {rate_seq:.1f} samples/s "
                   f"over {k}; the backend is " + ", ".join(
-                      f"{statistics.median(r.samples / t.elapsed for t in r.runs) / rate_seq:.0f}x faster at {r.concurrency}"
-                      for r in backend))
+                      f"{statistics.median(r.rates()) / rate_seq:.0f}x faster at {r.concurrency}" for r in backend))
             met = True
             for r in backend:
-                rate = statistics.median(r.samples / t.elapsed for t in r.runs)
-                ideal, bound = r.concurrency / args.latency, r.cpu_bound(cores)
-                limit = "ideal" if ideal <= bound else "CPU bound"
+                rate, ideal, bound = statistics.median(r.rates()), r.concurrency / args.latency, r.cpu_bound(cores)
                 ok = rate >= 0.9 * min(ideal, bound)
                 met &= ok
                 print(f"  target at {r.concurrency}: backend >= 0.9 x min(ideal {ideal:.1f}, CPU bound {bound:.0f}) = "
-                      f"{0.9 * min(ideal, bound):.1f}/s ({limit} binds): {'met' if ok else 'NOT met'} at {rate:.1f}/s")
+                      f"{0.9 * min(ideal, bound):.1f}/s ({'ideal' if ideal <= bound else 'CPU bound'} binds): "
+                      f"{'met' if ok else 'NOT met'} at {rate:.1f}/s")
             return 0 if met else 1
         finally:
             server.kill()

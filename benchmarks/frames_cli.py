@@ -17,7 +17,8 @@ and cached under lvu's cache dir, ~7 min on 2 cores) each repetition times, in f
                  written, so it is favoured.
 
 Methods alternate within each repetition (machine load hits both alike); medians and the ratio
-are printed. Every frame carries its number as a barcode: lvu's files are read back and checked.
+are printed. Both run with bytecode caching on, as after `pip install` (PYTHONDONTWRITEBYTECODE is
+dropped from their environment). Every frame carries its number as a barcode: lvu's files are read back and checked.
 """
 
 from __future__ import annotations
@@ -49,9 +50,14 @@ def _lvu_command() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "lvu.cli"]
 
 
+# Both children may cache bytecode, as an installed package has: a sandbox's PYTHONDONTWRITEBYTECODE
+# would otherwise make every run recompile lvu's modules (~0.3 s) and PyAV's Python parts.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=_ENV)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:3])}... failed (rc={proc.returncode}): {proc.stderr.strip()[-300:]}")

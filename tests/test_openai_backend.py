@@ -285,6 +285,42 @@ def test_max_concurrency_bounds_requests_in_flight(server):
     assert server.max_in_flight == 2 and len(server.chat_requests()) == 6
 
 
+def test_hundreds_of_requests_are_in_flight_at_once(server):
+    # aiohttp's own connector default is 100 connections: at --concurrency 256 the transport
+    # must not queue the rest (the SDK's client allows 1000); benchmarks/api_throughput.py runs 256.
+    server.latency = 2.0
+    rs = generate(model(server, cache=False), *[Prompt(parts=[Text(text=f"question {i}?")]) for i in range(256)])
+    assert all(r.text == "B" for r in rs)
+    assert server.max_in_flight == 256
+
+
+def test_cache_hashing_and_file_io_stay_off_the_event_loop(server, monkeypatch):
+    """Hashing the body and reading/writing the cache (~0.7 ms a request) run in worker threads,
+    both when frames need encoding and when every frame's JPEG is memoised already."""
+    import threading
+
+    import lvu.models.openai_compat as oc
+    from lvu.models.response_cache import ResponseCache
+
+    where: list[tuple[str, int]] = []
+    for name, owner in (("request_key", oc), ("get", ResponseCache), ("put", ResponseCache)):
+        real = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *a, _real=real, _name=name: where.append(
+            (_name, threading.get_ident())) or _real(*a))
+    shared = frame(3)
+    m = model(server)
+
+    async def go() -> int:
+        await m.generate(Prompt(parts=[shared, Text(text="first?")]))  # encodes the frame
+        await m.generate(Prompt(parts=[shared, Text(text="second?")]))  # frame memoised already
+        await m.close()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(go())
+    assert sorted(name for name, _ in where) == ["get", "get", "put", "put", "request_key", "request_key"]
+    assert all(thread != loop_thread for _, thread in where)
+
+
 # ---- cache -------------------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from lvu.errors import LvuError
 from lvu.media.cache import FrameCache
 from lvu.models.base import Model
+from lvu.runs.stage_runner import StageRunner
 from lvu.types import Prompt, Sample, SampleResult
 
 if TYPE_CHECKING:
@@ -160,95 +161,37 @@ class ProcessDecoder:
 
 async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals: dict[str, int],
                        errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
-    """Decode tasks prepare prompts ahead into a bounded queue (so the model never waits on the
-    decoder, and memory holds at most `concurrency` prepared prompts); model workers take them,
-    answer, and store each result the moment it completes (one commit: nothing half-written).
-    Ctrl-C sets `stop`: no new samples start, those in the model finish within the grace."""
+    """A run on the stage runner (lvu.runs.stage_runner): decode tasks prepare prompts ahead into a
+    bounded queue (so the model never waits on the decoder, and memory holds at most `concurrency`
+    prepared prompts); model workers take them, answer, and the store commits each result the
+    moment it completes (one commit: nothing half-written). Ctrl-C sets `stop`: no new samples
+    start, those in the model finish within the grace. An endpoint that is gone stops the run."""
     progress = engine.progress
+    watch = EndpointWatch(len(todo))
+
+    async def prepare(group: list[Sample]):
+        for sample in group:
+            yield await engine.prepare_sample(sample)
+
+    async def answer(item: Prepared) -> SampleResult:
+        if item.prompt is None:
+            progress.skip("model")  # failed before the model: not a model call
+        return await engine.answer_sample(item)
+
+    def commit(item: Prepared, result: SampleResult) -> EndpointDown | None:
+        with progress.stage("scored") as scored:
+            engine.store.put(run_id, result, ordinals[item.sample.id])
+            scored.failed = bool(result.error)
+        if result.error:
+            errors.append((item.sample.id, result.error))
+        if item.prompt is not None and watch.saw(item.unreachable, result.error):
+            return watch.error()
+        return None
+
     # A decode task takes all samples of one video (todo is sorted by video): the first decodes,
     # the others reuse its frames, and the decode tasks work on different videos in parallel.
-    to_prepare = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
-    ready: asyncio.Queue[Prepared | None] = asyncio.Queue(maxsize=engine.concurrency)
-    answering: set[asyncio.Task] = set()
-    watch = EndpointWatch(len(todo))
-    gone: list[EndpointDown] = []
-
-    async def decoder() -> None:
-        for group in to_prepare:  # shared by the decode tasks; the loop runs one at a time
-            for sample in group:
-                if stop.is_set():
-                    return
-                await ready.put(await engine.prepare_sample(sample))
-
-    async def worker() -> None:
-        while not stop.is_set() and (item := await ready.get()) is not None:
-            if item.prompt is None:
-                progress.skip("model")  # failed before the model: not a model call
-            answering.add(me := asyncio.current_task())  # type: ignore[arg-type]
-            try:
-                result = await engine.answer_sample(item)
-            finally:
-                answering.discard(me)  # type: ignore[arg-type]
-            with progress.stage("scored") as scored:
-                engine.store.put(run_id, result, ordinals[item.sample.id])
-                scored.failed = bool(result.error)
-            if result.error:
-                errors.append((item.sample.id, result.error))
-            if item.prompt is not None and watch.saw(item.unreachable, result.error):
-                gone.append(watch.error())
-                stop.set()  # the calls still in flight hit the same dead endpoint: abandon them
-                for t in workers:
-                    if t is not asyncio.current_task():
-                        t.cancel()
-                return
-
-    async def end_of_input() -> None:
-        try:
-            await asyncio.gather(*decoders)
-        finally:
-            if not stop.is_set():  # after a stop the workers end without markers (and may be gone: a full
-                for _ in workers:  # queue would then block here forever)
-                    await ready.put(None)
-
-    workers = [asyncio.create_task(worker()) for _ in range(engine.concurrency)]
-    decoders = [asyncio.create_task(decoder()) for _ in range(engine.decode_workers)]
-    feeder = asyncio.create_task(end_of_input())
-    loop = asyncio.get_running_loop()
-    timers: list[asyncio.TimerHandle] = []
-
-    def abandon() -> None:
-        for t in workers:
-            t.cancel()
-
-    def on_interrupt() -> None:
-        if stop.is_set():  # the second Ctrl-C: abandon what is still in the model
-            progress.note("abandoning the samples in flight")
-            abandon()
-            return
-        stop.set()
-        for t in (feeder, *decoders, *(w for w in workers if w not in answering)):
-            t.cancel()
-        progress.note(f"stopping: waiting up to {engine.interrupt_grace:g} s for {len(answering)} "
-                      "sample(s) in the model — Ctrl-C again to abandon them")
-        timers.append(loop.call_later(engine.interrupt_grace, abandon))
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
-        handling_sigint = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-        handling_sigint = False
-    try:
-        await asyncio.wait(workers)
-    finally:
-        if handling_sigint:
-            loop.remove_signal_handler(signal.SIGINT)
-        for timer in timers:
-            timer.cancel()
-        for t in (feeder, *decoders, *workers):
-            t.cancel()
-        await asyncio.gather(feeder, *decoders, *workers, return_exceptions=True)
-    for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
-        if not t.cancelled() and t.exception() is not None:
-            raise t.exception()  # type: ignore[misc]
-    if gone:
-        raise gone[0]
+    groups = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
+    runner = StageRunner(consumers=[answer] * engine.concurrency, commit=commit, produce=prepare,
+                         producers=engine.decode_workers, grace=engine.interrupt_grace, stop=stop,
+                         note=progress.note, what="sample", where="in the model")
+    await runner.run(groups)

@@ -354,8 +354,12 @@ class Store:
         return None if row is None else (row[0], row[1], row[2])
 
     def save_summary(self, run_id: str, version: int, code: str, headline: str | None, tables: str | None) -> None:
-        self.db.execute("INSERT OR REPLACE INTO run_summary (run_id, version, code, headline, tables)"
-                        " VALUES (?, ?, ?, ?, ?)", (run_id, version, code, headline, tables))
+        """Cache a run's summary; best effort (a read-only store, e.g. a colleague's, lists uncached)."""
+        try:
+            self.db.execute("INSERT OR REPLACE INTO run_summary (run_id, version, code, headline, tables)"
+                            " VALUES (?, ?, ?, ?, ?)", (run_id, version, code, headline, tables))
+        except sqlite3.OperationalError:
+            pass
 
     def stored_ids(self, run_id: str) -> list[str]:
         """The run's sample ids (read from the primary-key index alone)."""

@@ -1,0 +1,161 @@
+"""The one stage runner: every "process items concurrently, commit each, resume" loop of lvu runs on it.
+
+Items arrive in groups (a group shares expensive work: the samples of one video share its decoded
+frames). `producers` tasks take groups in turn and turn each item into a prepared item (the decode
+stage of a run; a plain pass-through for one-stage loops); a bounded queue holds at most as many
+prepared items as there are consumers, so memory stays flat and the consumers never wait on the
+producers; each consumer (`consume`, one per slot: model concurrency, a Ray replica's slots) does
+the expensive call; `commit` stores the outcome the moment it is there (one commit per item, so a
+kill -9 loses only the items in flight and a rerun skips what is committed — lvu.runs.ledger).
+
+Ctrl-C: the first stops taking new items and lets those being consumed finish for `grace` seconds;
+the second abandons them. `commit` may return an exception to stop the whole run early (e.g. the
+model endpoint is gone); it is raised once the tasks are down. Progress is the caller's
+(lvu.progress.PipelineProgress: one row per stage, plain lines in logs).
+
+Callers: the run engine (decode → model → store), the Ray executor (decode tasks → replicas →
+store), judging stored runs, judging a dev set, temporal certificates and cache warming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from lvu.models.retry import with_retries
+
+Item = TypeVar("Item")
+Ready = TypeVar("Ready")
+Done = TypeVar("Done")
+
+Note = Callable[[str], None]
+
+
+async def _pass_through(group: list[Any]) -> AsyncIterator[Any]:
+    for item in group:
+        yield item
+
+
+class StageRunner(Generic[Item, Ready, Done]):
+    """Drive `groups` through `produce` (per group: an async iterator of prepared items) and the
+    `consumers` (one coroutine function per slot), committing each outcome with `commit`.
+    `stop`: set to stop taking items (also set by Ctrl-C); `note`: where to say what happens."""
+
+    def __init__(self, *, consumers: Sequence[Callable[[Ready], Awaitable[Done]]],
+                 commit: Callable[[Ready, Done], BaseException | None],
+                 produce: Callable[[list[Item]], AsyncIterator[Ready]] = _pass_through,  # type: ignore[assignment]
+                 producers: int = 1, grace: float = 10.0, stop: asyncio.Event | None = None,
+                 note: Note = lambda message: None, retry: dict[str, Any] | None = None,
+                 what: str = "item", where: str = "in flight") -> None:
+        if not consumers:
+            raise ValueError("a stage runner needs at least one consumer slot")
+        self.consumers, self.commit, self.produce = list(consumers), commit, produce
+        self.producers, self.grace = max(1, producers), grace
+        self.stop = stop or asyncio.Event()
+        self.note = note
+        self.retry = retry
+        """with_retries keywords (max_retries, is_retryable, ...): a consumer call that raises a
+        retryable error is retried through the shared policy (lvu.models.retry)."""
+        self.what, self.where = what, where
+        """How the Ctrl-C notes name the items and their stage ("sample", "in the model")."""
+        self.consuming: set[asyncio.Task] = set()
+
+    async def _consume(self, consume: Callable[[Ready], Awaitable[Done]], item: Ready) -> Done:
+        if self.retry is None:
+            return await consume(item)
+        return await with_retries(lambda: consume(item), **self.retry)
+
+    async def run(self, groups: Iterable[list[Item]]) -> None:
+        """Run to the end (or to a stop). Exceptions of `produce`/`consume`/`commit` propagate
+        (the caller's stage functions turn per-item failures into failed records instead)."""
+        pending = iter(groups)
+        ready: asyncio.Queue[Ready | None] = asyncio.Queue(maxsize=len(self.consumers))
+        stopped_by: list[BaseException] = []
+
+        async def producer() -> None:
+            for group in pending:  # shared by the producers; the loop runs one at a time
+                if self.stop.is_set():
+                    return
+                async for item in self.produce(group):
+                    if self.stop.is_set():
+                        return
+                    await ready.put(item)
+
+        async def consumer(consume: Callable[[Ready], Awaitable[Done]]) -> None:
+            while not self.stop.is_set() and (item := await ready.get()) is not None:
+                self.consuming.add(me := asyncio.current_task())  # type: ignore[arg-type]
+                try:
+                    done = await self._consume(consume, item)
+                finally:
+                    self.consuming.discard(me)  # type: ignore[arg-type]
+                if (error := self.commit(item, done)) is not None:
+                    stopped_by.append(error)
+                    self.stop.set()  # the items still being consumed would fail the same way: abandon them
+                    for t in consumers:
+                        if t is not asyncio.current_task():
+                            t.cancel()
+                    return
+
+        async def end_of_input() -> None:
+            try:
+                await asyncio.gather(*producing)
+            finally:
+                if not self.stop.is_set():  # after a stop the consumers end without markers (and may be
+                    for _ in consumers:     # gone: a full queue would then block here forever)
+                        await ready.put(None)
+
+        consumers = [asyncio.create_task(consumer(c)) for c in self.consumers]
+        producing = [asyncio.create_task(producer()) for _ in range(self.producers)]
+        feeder = asyncio.create_task(end_of_input())
+        loop = asyncio.get_running_loop()
+        timers: list[asyncio.TimerHandle] = []
+
+        def abandon() -> None:
+            for t in consumers:
+                t.cancel()
+
+        def on_interrupt() -> None:
+            if self.stop.is_set():  # the second Ctrl-C: abandon what is still being consumed
+                self.note(f"abandoning the {self.what}s in flight")
+                abandon()
+                return
+            self.stop.set()
+            for t in (feeder, *producing, *(c for c in consumers if c not in self.consuming)):
+                t.cancel()
+            self.note(f"stopping: waiting up to {self.grace:g} s for {len(self.consuming)} {self.what}(s) "
+                      f"{self.where} — Ctrl-C again to abandon them")
+            timers.append(loop.call_later(self.grace, abandon))
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
+            handling_sigint = True
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            handling_sigint = False
+        try:
+            await asyncio.wait(consumers)
+        finally:
+            if handling_sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+            for timer in timers:
+                timer.cancel()
+            for t in (feeder, *producing, *consumers):
+                t.cancel()
+            await asyncio.gather(feeder, *producing, *consumers, return_exceptions=True)
+        for t in (feeder, *producing, *consumers):  # a bug in a stage function is not swallowed
+            if not t.cancelled() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+        if stopped_by:
+            raise stopped_by[0]
+
+
+async def run_each(items: Iterable[Item], work: Callable[[Item], Awaitable[Done]],
+                   commit: Callable[[Item, Done], BaseException | None], *, concurrency: int,
+                   stop: asyncio.Event | None = None, grace: float = 10.0, note: Note = lambda m: None,
+                   retry: dict[str, Any] | None = None, what: str = "item") -> None:
+    """The one-stage form: `work` on every item with `concurrency` slots, `commit` each outcome."""
+    runner: StageRunner[Item, Item, Done] = StageRunner(
+        consumers=[work] * max(1, concurrency), commit=commit, stop=stop, grace=grace, note=note, retry=retry,
+        what=what)
+    await runner.run([item] for item in items)
