@@ -21,9 +21,10 @@ min(1 / loop CPU per request — the event loop thread runs the SDK's Python, on
 cores / (client + server CPU per request) — client and server share the cores). CPU times are
 measured per run: the client process (all threads), its event-loop thread, and the server process
 (/proc). "cores used" is client + server CPU per second of the run (at most the box's cores);
-"loop waited" is the share of the run the loop thread sat runnable but off a CPU — behind the
-client's own JPEG threads, the server, or other processes on a shared box, which the CPU bound
-(an idle box's) does not count. Target: backend rate >= 0.9 x min(ideal, CPU bound). Medians of
+"loop ran" / "loop waited" are the shares of the run the loop thread spent on a CPU / runnable
+but off one — behind the client's own JPEG threads, the server, or other processes on a shared
+box, which the CPU bound (an idle box's) does not count. Together near 100 %: the loop thread never
+idles, the client is CPU-bound. Target: backend rate >= 0.9 x min(ideal, CPU bound). Medians of
 `--repeat` runs. `-a cache=true` measures with the response cache on (empty at every run).
 
     python benchmarks/api_throughput.py [--concurrency 32 256] [--samples 400 2048] [--latency 0.3] [--repeat 3] [-a K=V]
@@ -215,10 +216,12 @@ class Row:
         return min(1000 / loop, cores * 1000 / (client + (server or 0.0)))
 
     def share(self, part: str) -> str:
-        """Median over runs of CPU seconds per second of the run: "cores" used by client and server,
-        or "waited", the loop thread's time runnable but off a CPU."""
+        """Median over runs of seconds per second of the run: "cores" (client + server CPU), or the
+        loop thread's time on a CPU ("ran") or runnable but off one ("waited")."""
         if part == "cores":
             values = [None if t.server_cpu is None else (t.client_cpu + t.server_cpu) / t.elapsed for t in self.runs]
+        elif part == "ran":
+            values = [t.loop_cpu / t.elapsed for t in self.runs]
         else:
             values = [None if t.loop_wait is None else t.loop_wait / t.elapsed for t in self.runs]
         if None in values:
@@ -228,7 +231,7 @@ class Row:
 
 def print_table(rows: list[Row], latency: float, cores: int) -> None:
     head = ("client", "conc", "latency", "samples", "rate/s", "ideal", "rounds", "CPU bound", "rate/min(ideal,CPU)",
-            "client CPU/req", "loop CPU/req", "server CPU/req", "cores used", "loop waited")
+            "client CPU/req", "loop CPU/req", "server CPU/req", "cores used", "loop ran", "loop waited")
     lines = [head]
     for r in rows:
         rates = r.rates()
@@ -239,7 +242,7 @@ def print_table(rows: list[Row], latency: float, cores: int) -> None:
                       f"{rate:.1f} [{min(rates):.0f}-{max(rates):.0f}]", f"{ideal:.1f}", f"{rounds:.1f}", f"{bound:.0f}",
                       f"{rate / min(ideal, bound):.2f}", f"{r.per_request_ms('client_cpu'):.2f} ms",
                       f"{r.per_request_ms('loop_cpu'):.2f} ms", "-" if server is None else f"{server:.2f} ms",
-                      r.share("cores"), r.share("waited")))
+                      r.share("cores"), r.share("ran"), r.share("waited")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     for line in lines:
         print("  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))

@@ -28,7 +28,7 @@ class FakeBenchmark(Benchmark):
         bad = [BadRecord(id=f"bad{i}", error=f"fake.jsonl:{i + 1}: not JSON") for i in range(self.settings["bad_records"])]
         return samples, bad
 
-    def plan(self, sample, duration):
+    def plan(self, sample, video):
         return InputPlan(timestamps=[])
 
     def build_prompt(self, sample, frames, cues):

@@ -223,7 +223,7 @@ def test_compare_runs_pairs_shared_samples(tmp_path):
 # ---- temporal certificate ---------------------------------------------------------------------------------
 
 
-def test_certificate_reaches_the_known_needles(hay):
+def test_certificate_reaches_the_known_needles(hay, tmp_path):
     from lvu.analysis.certificate import run_certificates, schedule, summarize
     from lvu.benchmarks.jsonl import read_samples
 
@@ -232,7 +232,8 @@ def test_certificate_reaches_the_known_needles(hay):
     assert all(abs((s.start + s.end) / 2 - 20.0) < 1e-9 for s in steps)  # centred on the middle
     samples = {s.id: s for s in read_samples(hay.data)[0]}
     certs = run_certificates("haystack", "ocr-match", settings={"data": str(hay.data)},
-                             model_args={"cache": str(hay.ocr_cache)}, limit=3, fps=(1.0,), show_progress=False)
+                             model_args={"cache": str(hay.ocr_cache)}, limit=3, fps=(1.0,), show_progress=False,
+                             results_dir=tmp_path)  # committed to the ledger there (tests/test_certificate_ledger.py)
     reads = [c for c in certs if samples[c.sample_id].labels["kind"] == "read"]
     assert len(reads) >= 2 and all(c.frames for c in reads)
     for c in reads:

@@ -23,11 +23,11 @@ from lvu.benchmarks.videomme import VideoMMESub
 from lvu.errors import LvuError
 from lvu.media import asr
 from lvu.media.testing import make_video_with_audio, speak
-from lvu.runs.engine import Engine
+from lvu.runs.engine import Engine, video_meta
 from lvu.api import run as run_engine
 from lvu.runs.ray_workers import prepare_group
 from lvu.runs.store import Store
-from lvu.types import Sample, SubtitleRef, VideoRef
+from lvu.types import Sample, SubtitleRef, VideoMeta, VideoRef
 
 SENTENCE = "The meeting starts at three fifteen. Please bring the red folder to room twelve."
 VID = "speechVid01"  # a YouTube-id-shaped name for the Neptune release
@@ -165,7 +165,7 @@ def test_videomme_sample_without_srt_and_the_ray_decode_task_use_the_transcript(
                     question="What should people bring?", options=["the red folder", "a pen", "a cup", "a hat"],
                     answer=0)
     bench = VideoMMESub(subtitles="all")
-    assert bench.plan(sample, 5.0).subtitle_mode == "all"  # the protocol's mode, whether or not a file exists
+    assert bench.plan(sample, video_meta(sample)).subtitle_mode == "all"  # the protocol's mode, whether or not a file exists
     prompt, _ = Engine(bench, None, None, asr=True).prepare(sample)  # type: ignore[arg-type]
     assert heard(prompt.summary())  # Video-MME writes the cues into its text block
     prompt, _ = Engine(bench, None, None).prepare(sample)  # type: ignore[arg-type]
@@ -180,9 +180,9 @@ def test_videomme_sample_without_srt_and_the_ray_decode_task_use_the_transcript(
 def test_plans_give_the_protocols_subtitle_mode_whether_or_not_a_file_exists():
     no_file = Sample(id="s", benchmark="x", video=VideoRef(path="v.mp4", duration=10.0), question="q?")
     with_file = no_file.model_copy(update={"subtitles": SubtitleRef(path="v.srt")})
-    assert JsonlBenchmark(data="x.jsonl").plan(no_file, 10.0).subtitle_mode == "interleave"
-    assert JsonlBenchmark(data="x.jsonl", subtitles="none").plan(with_file, 10.0).subtitle_mode == "none"
-    assert VideoMMESub(subtitles="covering", frames=0).plan(no_file, 10.0).subtitle_mode == "covering"
+    assert JsonlBenchmark(data="x.jsonl").plan(no_file, VideoMeta(10.0)).subtitle_mode == "interleave"
+    assert JsonlBenchmark(data="x.jsonl", subtitles="none").plan(with_file, VideoMeta(10.0)).subtitle_mode == "none"
+    assert VideoMMESub(subtitles="covering", frames=0).plan(no_file, VideoMeta(10.0)).subtitle_mode == "covering"
 
 
 def test_asr_without_the_extra_is_one_line_before_anything_runs(tmp_path, monkeypatch):

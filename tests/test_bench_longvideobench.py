@@ -26,7 +26,8 @@ from lvu.benchmarks.longvideobench_ref import CATEGORIES, CATEGORY_COUNTS, DURAT
 from lvu.errors import LvuError, SubtitleError
 from lvu.media.subtitles import interleave, select_cues
 from lvu.media.testing import make_video, read_index
-from lvu.types import Frame, Response, SampleResult, Subtitle
+from lvu.runs.engine import video_meta
+from lvu.types import Frame, Response, SampleResult, Subtitle, VideoMeta
 
 # ---- a small release in the official layout -------------------------------------------------------
 
@@ -148,7 +149,7 @@ def test_bad_records_are_one_line_errors_and_data_check_names_every_problem(rele
     assert "repeats lvb_val.json record 1" in bad[4].error
 
     with pytest.raises(LvuError, match="file not found"):  # a missing video fails its sample only
-        b.plan(samples[0], 20.0)
+        b.plan(samples[0], video_meta(samples[0]))  # the lazy probe finds no file
     problems = b.check()
     joined = "\n".join(problems)
     assert "longvideobench val: 7 questions, the paper has 1337" in joined
@@ -197,7 +198,7 @@ def test_hub_loading_needs_datasets_and_respects_lvu_offline(release, monkeypatc
 
 def test_frame_plans_follow_each_harness_formula_and_decode_those_frames(release):
     a, b = bench(release).load()[0][:2]
-    plan = lambda s, **kw: bench(release, **kw).plan(s, s.video.duration).timestamps
+    plan = lambda s, **kw: bench(release, **kw).plan(s, video_meta(s)).timestamps
     # official lvb:N: total = int(duration * fps), n = min(N, int(duration)), indices int(total / n) * i
     assert plan(a) == [float(i) for i in range(20)]  # 256 capped at 1 fps: 20 frames of a 20 s clip
     assert plan(a, frames=8) == [0.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5]
@@ -265,7 +266,7 @@ def test_frames_only_subtitles_only_and_question_only_inputs(release):
     assert shape(bench(release, task="longvideobench-frames").build_prompt(a, frames, []).parts) == \
         [0, 5, 10, 15, f"Question: What happened in vidA_0?\n{QA}\n{INSTRUCTION}"]
     only = bench(release, task="longvideobench-subtitles")
-    assert only.settings["frames"] == 0 and only.plan(v, 12.0).timestamps == []
+    assert only.settings["frames"] == 0 and only.plan(v, VideoMeta(12.0)).timestamps == []
     # every cue of the file, in file order, even those outside the clip (official max_num_frames=-1)
     assert shape(only.build_prompt(v, [], []).parts) == \
         ["first line", "short", "before the clip", f"Question: What happened in vidB_0?\n{QB}\n{INSTRUCTION}"]

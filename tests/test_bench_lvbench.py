@@ -28,7 +28,7 @@ from lvu.benchmarks.lvbench import (
 )
 from lvu.errors import DataError, LvuError
 from lvu.media.testing import make_video
-from lvu.runs.engine import score_saved
+from lvu.runs.engine import score_saved, video_meta
 from lvu.types import Frame, Response, SampleResult
 
 INSTRUCTION = ("Please select the best answer from the options above and directly provide the letter "
@@ -265,11 +265,11 @@ def test_submission_files_and_scoring_an_answer_file(release, tmp_path):
 def test_settings_and_frame_plans(release):
     samples = {s.id: s for s in LvbenchBenchmark(data=str(release)).load()[0]}
     s = samples["55"]  # 4 s at 5 fps: 20 frames
-    assert LvbenchBenchmark(frames=4).plan(s, 4.0).timestamps == [0.5, 1.5, 2.5, 3.5]
-    assert LvbenchBenchmark(frames=4, compat="lmms-eval").plan(s, 4.0).timestamps == [0.0, 1.2, 2.4, 3.8]
-    assert LvbenchBenchmark(fps=1, frames=3600).plan(s, 4.0).timestamps == [0.0, 1.0, 2.0, 3.0]
-    assert LvbenchBenchmark(fps=1, frames=2).plan(s, 4.0).timestamps == [1.0, 3.0]  # capped: downsampled
-    plan = LvbenchBenchmark(frames=0).plan(s, 4.0)
+    assert LvbenchBenchmark(frames=4).plan(s, video_meta(s)).timestamps == [0.5, 1.5, 2.5, 3.5]
+    assert LvbenchBenchmark(frames=4, compat="lmms-eval").plan(s, video_meta(s)).timestamps == [0.0, 1.2, 2.4, 3.8]
+    assert LvbenchBenchmark(fps=1, frames=3600).plan(s, video_meta(s)).timestamps == [0.0, 1.0, 2.0, 3.0]
+    assert LvbenchBenchmark(fps=1, frames=2).plan(s, video_meta(s)).timestamps == [1.0, 3.0]  # capped: downsampled
+    plan = LvbenchBenchmark(frames=0).plan(s, video_meta(s))
     assert plan.timestamps == [] and plan.subtitle_mode == "none"
     for bad, match in [({"compat": "lmms"}, "compat='lmms' is unknown"), ({"compat": "vlmevalkit"}, "no LVBench task"),
                        ({"frames": -1}, "not a frame count"), ({"fps": 0}, "not a positive rate"),

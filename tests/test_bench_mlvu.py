@@ -18,7 +18,7 @@ from lvu.benchmarks.mlvu import HUB_REVISION, Mlvu, mlvu_indices, qa_template
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.api import run
-from lvu.runs.engine import score_saved
+from lvu.runs.engine import score_saved, video_meta
 from lvu.types import Frame, Response, SampleResult
 
 NEEDLE_Q = "Where is the senior businessman having a serious conversation on the cell phone?"
@@ -209,7 +209,7 @@ def test_frame_plans_follow_each_protocol(root):
     for name, settings in {"official": {}, "fps": {"fps": 0.5}, "lmms": {"compat": "lmms-eval"},
                            "vlm": {"compat": "vlmevalkit"}, "vlm-fps": {"compat": "vlmevalkit", "fps": 2}}.items():
         b = Mlvu(data=str(root), frames=4, **settings)
-        plan = b.plan(s, 3.0)
+        plan = b.plan(s, video_meta(s))
         assert plan.subtitle_mode == "none"
         times[name] = [round(t, 3) for t in plan.timestamps]
     assert times["official"] == [0.3, 1.0, 1.7, 2.5]  # T=30: seg 7.25 → frames 3, 10, 17, 25
@@ -217,7 +217,7 @@ def test_frame_plans_follow_each_protocol(root):
     assert times["lmms"] == [0.0, 0.9, 1.9, 2.9]  # linspace(0, 29, 4)
     assert times["vlm"] == [0.6, 1.2, 1.8, 2.4]  # int(i * 30 / 5)
     assert times["vlm-fps"] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]  # int(i * 10 / 2), i < int(3 s * 2)
-    assert Mlvu(data=str(root), resize=512).plan(s, 3.0).resize == 512
+    assert Mlvu(data=str(root), resize=512).plan(s, video_meta(s)).resize == 512
 
 
 def test_prompts_are_byte_identical_to_the_official_templates(root):

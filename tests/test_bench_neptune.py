@@ -32,7 +32,7 @@ from lvu.models.base import MODELS, Model, register_model
 from lvu.api import run as run_engine
 from lvu.runs.engine import score_saved
 from lvu.runs.store import Store
-from lvu.types import Prediction, Response, SampleResult, Subtitle, Text
+from lvu.types import Prediction, Response, SampleResult, Subtitle, Text, VideoMeta
 
 OPTS = ["One", "Two", "Three", "Four", "Five"]
 VID_A, VID_B = "vidAAAAAAA1", "vidBBBBBBB2"
@@ -282,21 +282,19 @@ def test_youtube_ids():
 
 def test_frame_plans_follow_the_paper_and_lmms_eval(tmp_path):
     b, s = one()
-    b._probe = lambda path: (30.0, 36000)  # a 20-minute 30 fps download: Neptune keeps 900 s
-    times = b.plan(s, 1200.0).timestamps
+    download = VideoMeta(1200.0, fps=30.0, num_frames=36000)  # a 20-minute 30 fps download: Neptune keeps 900 s
+    times = b.plan(s, download).timestamps
     assert len(times) == 150 and times[0] == 0.0 and times[-1] == 26999 / 30
     assert times[1] == int(26999 / 149) / 30  # np.linspace(0, T-1, N, dtype=int)
     lm, _ = one(compat="lmms-eval")
-    lm._probe = lambda path: (30.0, 36000)
-    times = lm.plan(s, 1200.0).timestamps
+    times = lm.plan(s, download).timestamps
     assert len(times) == 32 and times[-1] == 35999 / 30  # 32 frames over the whole file
     b1, _ = one(frames=1)
-    b1._probe = lambda path: (30.0, 36000)
-    assert b1.plan(s, 1200.0).timestamps == [0.0]  # "linearly subsample to 1" = the first frame
-    assert one(frames="center")[0].plan(s, 100.0).timestamps == [50.0]
-    assert one(frames="first")[0].plan(s, 100.0).timestamps == [0.0]
-    assert one(frames="all")[0].plan(s, 1000.0).timestamps == [float(t) for t in range(900)]
-    assert one(frames=0)[0].plan(s, 100.0).timestamps == []
+    assert b1.plan(s, download).timestamps == [0.0]  # "linearly subsample to 1" = the first frame
+    assert one(frames="center")[0].plan(s, VideoMeta(100.0)).timestamps == [50.0]
+    assert one(frames="first")[0].plan(s, VideoMeta(100.0)).timestamps == [0.0]
+    assert one(frames="all")[0].plan(s, VideoMeta(1000.0)).timestamps == [float(t) for t in range(900)]
+    assert one(frames=0)[0].plan(s, VideoMeta(100.0)).timestamps == []
     assert one(NeptuneAsr)[0].settings["frames"] == "1fps"
     assert one(compat="lmms-eval", frames=8)[0].settings["frames"] == 8
 

@@ -34,7 +34,7 @@ from lvu.media.testing import make_video
 from lvu.api import run as run_engine
 from lvu.runs.engine import score_saved
 from lvu.runs.store import Store
-from lvu.types import Frame, Response, SampleResult, Subtitle, Text
+from lvu.types import Frame, Response, SampleResult, Subtitle, Text, VideoMeta
 
 load_all()
 SHORT, LONG, GONE = "vidShortAAA", "vidLongBBBB", "vidGoneCCCC"
@@ -219,10 +219,13 @@ CUES = [Subtitle(text="one", start=0.0, end=1.0), Subtitle(text="two", start=1.0
         Subtitle(text="three", start=3.0, end=5.0)]
 
 
+TEN_FPS = VideoMeta(10.0, fps=10.0, num_frames=100)  # 10 fps, 100 frames: no decoding needed
+
+
 def prepared(cls, tmp_path, videos, **settings):
     b = cls(data=str(release(tmp_path / "p", videos)), **settings)
     s = b.load()[0][0]
-    b._probe = lambda path: (10.0, 100)  # 10 fps, 100 frames: no decoding needed
+    b.plan(s, TEN_FPS)  # as the engine does: the subtitle lines read the planned video's fps
     return b, s
 
 
@@ -257,12 +260,12 @@ def test_lmms_eval_and_vlmevalkit_prompts(tmp_path, videos):
     # grid linspace(0, 99, 4) = 0, 33, 66, 99 at 10 fps: frame 0 is in cue 1 ([0, 10)), none in cue 2 ([10, 25))
     assert texts(b.build_prompt(s, [], [])) == [(f"This video's subtitles are listed below: \nhello there\n"
                                                 f"{lmms_instr}\n{QUESTION}\nThe best answer is:")]
-    assert b.plan(s, 10.0).subtitle_mode == "none"  # lmms-eval re-reads the .srt itself
+    assert b.plan(s, TEN_FPS).subtitle_mode == "none"  # lmms-eval re-reads the .srt itself
     b, s = prepared(VideoMMESub, tmp_path, videos, compat="lmms-eval", subtitles="all")
     assert texts(b.build_prompt(s, [], []))[0].startswith("This video's subtitles are listed below: \nhello there\n"
                                                           "second line\nSelect")
     no_subs = b.load()[0][3]
-    b._probe = lambda path: (10.0, 100)
+    b.plan(no_subs, TEN_FPS)
     assert texts(b.build_prompt(no_subs, [], []))[0].startswith("This video's subtitles are listed below: \n"
                                                                 "No subtitles available\nSelect")
     vlm = ("\nThese are the frames of a video. {}Select the best answer to the following multiple-choice question "
@@ -448,19 +451,19 @@ def test_results_file_edge_cases(tmp_path):
 def test_frame_plans(tmp_path, videos):
     assert slicer_indices(30, 4) == [3, 10, 18, 25]  # seg 7.25: (0+7)//2, (7+14)//2 (14.5 -> 14), (14+22)//2, (22+29)//2
     b, s = prepared(VideoMME, tmp_path, videos, frames=4)
-    assert b.plan(s, 10.0).timestamps == [i / 10 for i in slicer_indices(100, 4)]
-    assert b.plan(s, 10.0).subtitle_mode == "none"
+    assert b.plan(s, TEN_FPS).timestamps == [i / 10 for i in slicer_indices(100, 4)]
+    assert b.plan(s, TEN_FPS).subtitle_mode == "none"
     b, s = prepared(VideoMME, tmp_path, videos, frames=4, compat="lmms-eval")
-    assert b.plan(s, 10.0).timestamps == [0.0, 3.3, 6.6, 9.9]  # linspace(0, 99, 4, dtype=int)
+    assert b.plan(s, TEN_FPS).timestamps == [0.0, 3.3, 6.6, 9.9]  # linspace(0, 99, 4, dtype=int)
     b, s = prepared(VideoMME, tmp_path, videos, frames=4, compat="vlmevalkit")
-    assert b.plan(s, 10.0).timestamps == [2.0, 4.0, 6.0, 8.0]  # int(i * 100 / 5)
+    assert b.plan(s, TEN_FPS).timestamps == [2.0, 4.0, 6.0, 8.0]  # int(i * 100 / 5)
     b, _ = prepared(VideoMME, tmp_path, videos, frames="gemini")
     short, long_ = b.load()[0][0], b.load()[0][3]
-    assert b.plan(short, 3.0).timestamps == [0.0, 1.0, 2.0] and b.plan(long_, 5.0).timestamps == [0.0, 2.0, 4.0]
-    assert VideoMME(frames="uniform:2").plan(short, 10.0).timestamps == [2.5, 7.5]
-    assert VideoMME(frames=0).plan(short, 10.0).timestamps == []
+    assert b.plan(short, VideoMeta(3.0)).timestamps == [0.0, 1.0, 2.0] and b.plan(long_, VideoMeta(5.0)).timestamps == [0.0, 2.0, 4.0]
+    assert VideoMME(frames="uniform:2").plan(short, VideoMeta(10.0)).timestamps == [2.5, 7.5]
+    assert VideoMME(frames=0).plan(short, VideoMeta(10.0)).timestamps == []
     b, s = prepared(VideoMMESub, tmp_path, videos)
-    assert b.plan(s, 10.0).subtitle_mode == "all"  # per-frame selection happens in build_prompt
+    assert b.plan(s, TEN_FPS).subtitle_mode == "all"  # per-frame selection happens in build_prompt
 
 
 def test_settings_are_validated():

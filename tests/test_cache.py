@@ -11,9 +11,10 @@ from PIL import Image
 import lvu.media.video as video_mod
 from lvu.errors import LvuError, VideoError
 from lvu.media.cache import FrameCache, video_fingerprint
-from lvu.media.extract import extract_frames, warm
+from lvu.media.extract import extract_frames
 from lvu.media.testing import make_video, read_index
 from lvu.media.video import VideoReader
+from lvu.runs.warming import warm
 
 TIMES = [0.0, 0.55, 1.3, 2.05, 3.95]
 

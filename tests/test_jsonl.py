@@ -17,7 +17,7 @@ from lvu.benchmarks.jsonl import (
     write_samples,
 )
 from lvu.errors import DataError, LvuError
-from lvu.types import Frame, Response, Sample, Subtitle, SubtitleRef, Text, VideoRef
+from lvu.types import Frame, Response, Sample, Subtitle, SubtitleRef, Text, VideoMeta, VideoRef
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "jsonl-format.md"
 
@@ -103,12 +103,12 @@ def test_benchmark_settings_and_plan():
     with pytest.raises(LvuError, match="subtitles='sometimes'"):
         JsonlBenchmark(data="x.jsonl", subtitles="sometimes")
     bench = JsonlBenchmark(data="x.jsonl", frames=4, resize=224)
-    plan = bench.plan(sample(subtitles=SubtitleRef(path="a.srt")), 10.0)
+    plan = bench.plan(sample(subtitles=SubtitleRef(path="a.srt")), VideoMeta(10.0))
     assert plan.timestamps == [1.25, 3.75, 6.25, 8.75]
     assert plan.subtitle_mode == "interleave" and plan.resize == 224
     # the protocol's mode either way: without a file the engine has no cues, unless --asr transcribes
-    assert bench.plan(sample(), 10.0).subtitle_mode == "interleave"
-    assert JsonlBenchmark(data="x.jsonl", subtitles="none").plan(sample(), 10.0).subtitle_mode == "none"
+    assert bench.plan(sample(), VideoMeta(10.0)).subtitle_mode == "interleave"
+    assert JsonlBenchmark(data="x.jsonl", subtitles="none").plan(sample(), VideoMeta(10.0)).subtitle_mode == "none"
 
 
 def test_prompt_is_interleaved_parts_then_the_pinned_question_text():

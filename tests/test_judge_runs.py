@@ -77,7 +77,8 @@ def server():
 @pytest.fixture()
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
-    return {**os.environ, "LVU_CACHE_DIR": str(tmp_path / "cache"), "LVU_OFFLINE": "1", "COLUMNS": "300"}
+    return {**os.environ, "LVU_CACHE_DIR": str(tmp_path / "cache"), "LVU_OFFLINE": "1", "COLUMNS": "300",
+            "LVU_RESULTS_DIR": str(tmp_path / "results")}  # where `judge calibrate` keeps its dev-row ledger
 
 
 @pytest.fixture()

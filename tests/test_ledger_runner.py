@@ -183,3 +183,19 @@ def test_first_ctrl_c_finishes_in_flight_items_and_stops(tmp_path):
         committed = sorted(e.ordinal for e in ledger.entries(jid))
     assert sorted(map(int, done)) == committed  # every item that finished was committed, none half
     assert len(committed) < 40
+
+
+def test_reuse_copies_only_clean_items_of_jobs_with_the_same_kind_and_spec(tmp_path):
+    with JobLedger(tmp_path) as ledger:
+        old = ledger.open_job("cert", {"m": "x"}, "fp-old")
+        ledger.commit(old, "k1", ordinal=0, result={"v": 1}, raw="one")
+        ledger.commit(old, "k2", ordinal=1, error="boom")  # failed: never reused
+        other_spec = ledger.open_job("cert", {"m": "y"}, "fp-old")
+        ledger.commit(other_spec, "k3", ordinal=0, result={"v": 3})
+        other_kind = ledger.open_job("judge-dev", {"m": "x"}, "fp-old")
+        ledger.commit(other_kind, "k3", ordinal=0, result={"v": 3})
+        new = ledger.open_job("cert", {"m": "x"}, "fp-new")  # the same work on edited input
+        assert ledger.reuse(new, {"k1": 5, "k2": 6, "k3": 7}) == 1
+        (entry,) = ledger.entries(new)
+        assert (entry.key, entry.ordinal, entry.result, entry.raw) == ("k1", 5, {"v": 1}, "one")
+        assert ledger.reuse(new, {"k1": 5}) == 0  # already there

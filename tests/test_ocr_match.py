@@ -17,6 +17,7 @@ from lvu.models import ocr_match
 from lvu.models.base import MODELS
 from lvu.models.baselines import RandomChoice
 from lvu.models.ocr_match import Evidence, OcrMatch, choose, question_times
+from lvu.runs.engine import video_meta
 from lvu.types import Frame, Prompt, Subtitle, Text
 
 pytest.importorskip("rapidocr")
@@ -112,7 +113,7 @@ def evaluate(bench: HaystackBenchmark, models: dict, frames: int) -> dict[str, f
     assert bad == []
     scores: dict[str, list[float]] = {name: [] for name in models}
     for s in samples:
-        plan = bench.plan(s, s.video.duration)
+        plan = bench.plan(s, video_meta(s))
         with VideoReader(s.video.path) as reader:
             batch = reader.get_frames_played_at(plan.timestamps, resize=plan.resize)
         frames_ = [Frame(image=img, timestamp=t) for img, t in zip(batch.data, batch.pts_seconds)]

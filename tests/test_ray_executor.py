@@ -47,10 +47,10 @@ class CrashingDecoderBenchmark(FakeBenchmark):
 
     defaults = {**FakeBenchmark.defaults, "crash": ""}
 
-    def plan(self, sample, duration):
+    def plan(self, sample, video):
         if sample.id == self.settings["crash"]:
             os._exit(1)
-        return super().plan(sample, duration)
+        return super().plan(sample, video)
 
 
 @pytest.fixture(scope="module", autouse=True)

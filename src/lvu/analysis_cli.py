@@ -201,19 +201,28 @@ def certificate(
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help="Model argument, KEY=VALUE (repeatable).")] = [],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write one JSON line per sample (its whole query trail).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write one JSON line per sample (its whole query trail), read back from the ledger.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the certificate-frames distribution (PNG, SVG or PDF by suffix).")] = None,
+    concurrency: Annotated[int, typer.Option(help="Samples certified at once.")] = 4,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every certificate (none is taken from the ledger or a response cache).")] = False,
+    results_dir: ResultsDir = None,
 ) -> None:
     """Neptune's model-based temporal certificate and effort score: for each sample, centred clips of
-    growing length and frame rate until the model answers correctly (docs/analysis.md)."""
+    growing length and frame rate until the model answers correctly (docs/analysis.md).
+
+    Each certificate is committed to the results dir's ledger as it completes: running the same
+    command again resumes, and an edited sample is the only one certified again."""
     import json
 
-    from lvu.analysis.certificate import run_certificates, summarize
+    from lvu.analysis.certificate import certificate_job, summarize
 
     settings = {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")}
-    certs = run_certificates(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"),
-                             limit=limit, fps=_floats(fps, "--fps"), min_clip=min_clip, max_frames=max_frames,
-                             verify=verify)
+    if concurrency < 1:
+        raise LvuError(f"--concurrency {concurrency} is not a positive number of samples — e.g. --concurrency 4")
+    job = certificate_job(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"),
+                          limit=limit, fps=_floats(fps, "--fps"), min_clip=min_clip, max_frames=max_frames,
+                          verify=verify, results_dir=results_dir, concurrency=concurrency, fresh=fresh)
+    certs = job.certificates
     table, analysis = summarize(certs)
     print_table(table)
     print_summary(analysis.summary)
@@ -226,4 +235,10 @@ def certificate(
 
         save(plot_analysis(analysis), plot)
         console.print(f"plot: {plot}")
+    console.print(f"certificates: job {job.job_id} in {job.results_dir} ({len(certs) - job.n_reused} computed, "
+                  f"{job.n_reused} from the ledger)", markup=False, highlight=False)
+    if job.interrupted:
+        err_console.print(f"interrupted — {len(certs)} certificates are in the ledger; run the same command again "
+                          "to resume", markup=False, highlight=False)
+        raise typer.Exit(130)
     raise typer.Exit(1 if any(c.error for c in certs) else 0)

@@ -342,9 +342,9 @@ def cache_warm(
 ) -> None:
     """Decode every frame a benchmark run will need into the cache, in parallel (runs then hit the cache)."""
     from lvu.media.cache import FrameCache
-    from lvu.media.extract import warm
-    from lvu.media.video import probe
+    from lvu.runs.engine import video_meta
     from lvu.runs.grading import make_benchmark
+    from lvu.runs.warming import warm
 
     settings = {"frames": frames, "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
@@ -352,12 +352,9 @@ def cache_warm(
     samples, _ = bench.load()
     by_resize: dict[object, list] = {}
     errors: list[str] = []
-    durations: dict[str, float] = {}
     for s in samples:
         try:
-            if s.video.path not in durations:
-                durations[s.video.path] = s.video.duration or probe(s.video.path).duration
-            plan = bench.plan(s, durations[s.video.path])
+            plan = bench.plan(s, video_meta(s))  # as the run plans it: each video probed once, when needed
         except LvuError as e:
             errors.append(str(e))
             continue
@@ -365,16 +362,23 @@ def cache_warm(
             by_resize.setdefault(plan.resize, []).append((s.video.path, plan.timestamps))
     cache = FrameCache(cache_dir)
     total = {"videos": 0, "frames": 0, "seconds": 0.0}
+    interrupted = False
     for resize, items in by_resize.items():
         summary = warm(items, workers=workers, resize=resize, cache=cache)
         total["videos"] += summary.videos
         total["frames"] += summary.frames
         total["seconds"] += summary.seconds
         errors.extend(summary.errors)
+        if interrupted := summary.interrupted:
+            break
     for e in dict.fromkeys(errors):
         err_console.print(f"failed: {e}", markup=False, highlight=False)
     console.print(f"{total['videos']} videos, {total['frames']} frames in {total['seconds']:.1f} s, "
                   f"{len(set(errors))} errors → {cache.root}")
+    if interrupted:
+        err_console.print("interrupted — what is cached stays; run the same command again to warm the rest",
+                          markup=False, highlight=False)
+        raise typer.Exit(130)
     raise typer.Exit(1 if errors else 0)
 
 

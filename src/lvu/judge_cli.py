@@ -32,6 +32,8 @@ Threshold = Annotated[Optional[float], typer.Option("--threshold", help="Equival
 ThresholdFile = Annotated[Optional[Path], typer.Option("--threshold-file", help="A calibration JSON (lvu judge calibrate --out) to take the threshold from.")]
 Concurrency = Annotated[int, typer.Option(help="Judge calls in flight at once.")]
 Dev = Annotated[Path, typer.Option("--dev", help="Labelled dev set: JSONL rows of question, reference, candidate, label (0/1) or score (0-1).")]
+ResultsDir = Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs and the judgements of dev rows are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")]
+DevFresh = Annotated[bool, typer.Option("--fresh", help="Ask the judge again for every dev row (none is taken from the ledger or a response cache).")]
 
 
 def _make_judge(name: str | None, args: list[str], threshold: float | None = None,
@@ -44,12 +46,23 @@ def _make_judge(name: str | None, args: list[str], threshold: float | None = Non
     return make_judge(name, parse_kv(args, "-J"), threshold_file, threshold=threshold)
 
 
-def _judge_dev(judge: Judge, rows: list[DevRow], concurrency: int) -> list[float | None]:
-    """P(equivalent) per dev row (None where the judge call failed; failures are reported)."""
+def _judge_dev(judge: Judge, rows: list[DevRow], dev: Path, concurrency: int, results_dir: Path | None,
+               fresh: bool) -> list[float | None]:
+    """P(equivalent) per dev row (None where the judge call failed; failures are reported). Each
+    judgement is committed to the ledger as it arrives (lvu.runs.dev_judging): a rerun resumes."""
     from lvu.cli_common import err_console
-    from lvu.scoring.judges import judge_rows
+    from lvu.runs.dev_judging import judge_dev_set
 
-    judgements = asyncio.run(judge_rows(judge, rows, concurrency=concurrency))
+    done = asyncio.run(judge_dev_set(judge, rows, dev, results_dir=results_dir, concurrency=concurrency, fresh=fresh))
+    if done.n_reused:
+        err_console.print(f"{done.n_reused} of {len(rows)} dev rows were judged before by this judge (ledger job "
+                          f"{done.job_id}): not asked again — --fresh asks again", markup=False, highlight=False)
+    if done.interrupted:
+        n = sum(j is not None for j in done.judgements)
+        err_console.print(f"interrupted — {n} of {len(rows)} dev rows are judged and kept in the ledger; run the same "
+                          "command again to resume", markup=False, highlight=False)
+        raise typer.Exit(130)
+    judgements = [j for j in done.judgements if j is not None]  # all of them: the job ran to its end
     failed = [(r.id, j.error) for r, j in zip(rows, judgements) if j.error]
     for row_id, error in failed[:5]:
         err_console.print(f"row {row_id}: judge failed: {error}", markup=False, highlight=False)
@@ -116,17 +129,20 @@ def calibrate_command(
     judge_arg: JudgeArgs = [],
     concurrency: Concurrency = 8,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the calibration JSON here.")] = None,
+    results_dir: ResultsDir = None,
+    fresh: DevFresh = False,
 ) -> None:
     """Calibrate an equivalence judge's threshold on a labelled dev set.
 
     The F1-maximising threshold is stored for this judge; later uses of the same judge (model and
-    arguments) load it."""
+    arguments) load it. Each row's judgement is kept in the results dir's ledger as it arrives: an
+    interrupted calibration resumes, and after editing the dev file only the changed rows are asked."""
     from lvu.cli_common import console
     from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set, save_calibration
 
     rows = read_dev_set(dev)
     judge_obj = _make_judge(judge, judge_arg, threshold=0.5)  # the threshold does not change P(equivalent)
-    scores, labels = _scored(rows, _judge_dev(judge_obj, rows, concurrency))
+    scores, labels = _scored(rows, _judge_dev(judge_obj, rows, dev, concurrency, results_dir, fresh))
     cal = calibrate(scores, labels)
     path = save_calibration(judge_obj, cal, dev=dev, n=len(scores), positives=sum(labels))
     if out:
@@ -147,6 +163,8 @@ def eval_command(
     concurrency: Concurrency = 8,
     threshold: Threshold = None,
     threshold_file: ThresholdFile = None,
+    results_dir: ResultsDir = None,
+    fresh: DevFresh = False,
 ) -> None:
     """F1, precision, recall and accuracy of metrics and judges on a labelled dev set.
 
@@ -175,7 +193,7 @@ def eval_command(
         _metric_row(table, name, calibrate(scores, labels))
     if judge:
         judge_obj = _make_judge(judge, judge_arg, threshold, threshold_file)
-        scores, labels = _scored(rows, _judge_dev(judge_obj, rows, concurrency))
+        scores, labels = _scored(rows, _judge_dev(judge_obj, rows, dev, concurrency, results_dir, fresh))
         _metric_row(table, judge_obj.short_name, calibrate(scores, labels))
         _metric_row(table, f"  at its threshold ({judge_obj.threshold_source})",
                     binary_metrics(scores, labels, judge_obj.threshold))

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from lvu.errors import LvuError
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -185,6 +188,91 @@ class Score(BaseModel):
     """Why: the judge's raw output or the rule that applied."""
     counted: bool = True
     """False when the official scorer leaves this sample out of the denominator."""
+
+
+class VideoMeta:
+    """What `Benchmark.plan` knows about a sample's video: duration in seconds, average frame rate,
+    frame count and keyframe times (None: not known). Frozen.
+
+    The engine builds one per sample (`lvu.runs.engine.video_meta`) from the release's duration
+    and the file's probe, lazily: the file is probed the first time a field the release did not
+    give is read, so a plan that needs only a released duration never opens the video, and a
+    missing file fails there with the probe's one-line error. Tests and tools build plain ones:
+    `VideoMeta(60.0)`, `VideoMeta(10.0, fps=10.0, num_frames=100)`.
+
+    `float(meta)` is the duration (plans written for the old `plan(sample, duration)`)."""
+
+    __slots__ = ("_values", "_probe")
+    _FIELDS = ("duration", "fps", "num_frames", "keyframes")
+
+    def __init__(self, duration: float | None = None, fps: float | None = None, num_frames: int | None = None,
+                 keyframes: Iterable[float] | None = None, *, probe: Callable[[], VideoMeta] | None = None) -> None:
+        """`probe`: a function returning the file's VideoMeta, called once, for the fields not given."""
+        if duration is None and probe is None:
+            raise ValueError("VideoMeta needs a duration, or a probe to read it from the file")
+        values = (None if duration is None else float(duration), None if fps is None else float(fps),
+                  None if num_frames is None else int(num_frames),
+                  None if keyframes is None else tuple(float(t) for t in keyframes))
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_probe", probe)
+
+    def _field(self, i: int) -> Any:
+        if self._values[i] is None and self._probe is not None:
+            probed = self._probe()._values  # an error propagates; the next read probes again
+            object.__setattr__(self, "_values", tuple(v if v is not None else p
+                                                      for v, p in zip(self._values, probed)))
+            object.__setattr__(self, "_probe", None)
+        return self._values[i]
+
+    @property
+    def duration(self) -> float:
+        """Seconds: the release's when it gives one, else the file's."""
+        return self._field(0)
+
+    @property
+    def fps(self) -> float | None:
+        """Average frame rate (the container's, like decord's get_avg_fps)."""
+        return self._field(1)
+
+    @property
+    def num_frames(self) -> int | None:
+        """Frames in the file: counted or from its metadata, else round(duration x fps)."""
+        return self._field(2)
+
+    @property
+    def keyframes(self) -> tuple[float, ...] | None:
+        """Keyframe times in seconds, where known (a probe does not read them)."""
+        return self._field(3)
+
+    def rate_and_count(self) -> tuple[float, int]:
+        """(fps, frame count), for plans defined on frame numbers; LvuError when either is unknown."""
+        fps, total = self.fps, self.num_frames
+        if fps is None or total is None:
+            raise LvuError(f"this plan needs the video's frame rate and frame count, and {self!r} lacks them")
+        return fps, total
+
+    def resolved(self) -> tuple[float, float | None, int | None, tuple[float, ...] | None]:
+        """(duration, fps, num_frames, keyframes), probing for the ones not given."""
+        return self.duration, self.fps, self.num_frames, self.keyframes
+
+    def __float__(self) -> float:
+        return self.duration
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"VideoMeta is frozen: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VideoMeta) and self.resolved() == other.resolved()
+
+    def __hash__(self) -> int:
+        return hash(self.resolved())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (VideoMeta, self.resolved())
+
+    def __repr__(self) -> str:  # no probing: fields still to be read from the file show as "?"
+        shown = ["?" if v is None and self._probe is not None else repr(v) for v in self._values]
+        return "VideoMeta(" + ", ".join(f"{k}={v}" for k, v in zip(self._FIELDS, shown)) + ")"
 
 
 class InputPlan(BaseModel):

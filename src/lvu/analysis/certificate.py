@@ -19,12 +19,14 @@ benchmark would give all of them), answers are extracted and scored by the bench
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lvu.analysis.stats import Estimate
 from lvu.analysis.table import Analysis, Table
-from lvu.types import InputPlan, Response, Sample, SampleResult
+from lvu.types import InputPlan, Response, Sample, SampleResult, VideoMeta
 
 PAPER = {"Neptune": (5.39, 21.22, 0.47), "EgoSchema": (1.6, 9.07, 0.19)}
 """Neptune App. E (Gemini 1.5 Pro, 129 samples each): mean certificate frames, clip seconds, effort."""
@@ -103,8 +105,8 @@ class _ClipPlan:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._bench, name)
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
-        base = self._bench.plan(sample, duration)
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
+        base = self._bench.plan(sample, video)
         mode = "covering" if base.subtitle_mode == "all" else base.subtitle_mode  # the clip's cues only
         return base.model_copy(update={"timestamps": self._times, "subtitle_mode": mode})
 
@@ -113,8 +115,9 @@ async def _ask(engine: Any, bench: Any, sample: Sample, step: Step, repeats: int
     """Whether the model answers `sample` correctly from `step`'s clip, `repeats` times in a row."""
     from lvu.runs.engine import grade
 
-    engine.bench = _ClipPlan(bench, step.times)
-    prompt, _ = await asyncio.get_running_loop().run_in_executor(engine.pool, engine.prepare, sample)
+    clip = copy.copy(engine)  # samples run concurrently: each query plans its own clip (caches, pool shared)
+    clip.bench = _ClipPlan(bench, step.times)
+    prompt, _ = await asyncio.get_running_loop().run_in_executor(engine.pool, clip.prepare, sample)
     for _ in range(repeats):
         response: Response = await engine.model.generate(prompt, sample_id=sample.id)
         if response.error:
@@ -128,9 +131,9 @@ async def _ask(engine: Any, bench: Any, sample: Sample, step: Step, repeats: int
 async def certify(engine: Any, bench: Any, sample: Sample, *, fps: tuple[float, ...], min_clip: float,
                   max_frames: int, verify: int = 0) -> Certificate:
     """Walk the schedule until a clip is answered correctly (and `verify` more times)."""
-    duration = engine._duration(sample)
-    cert = Certificate(sample.id, dict(sample.labels), duration)
-    try:
+    cert = Certificate(sample.id, dict(sample.labels), 0.0)
+    try:  # probing too: a missing video is this sample's error (in a decode thread: samples run concurrently)
+        cert.duration = duration = await asyncio.get_running_loop().run_in_executor(engine.pool, engine._duration, sample)
         for step in schedule(duration, fps=fps, min_clip=min_clip, max_frames=max_frames):
             ok = await _ask(engine, bench, sample, step, 1)
             if ok and verify:
@@ -146,37 +149,117 @@ async def certify(engine: Any, bench: Any, sample: Sample, *, fps: tuple[float, 
     return cert
 
 
-def run_certificates(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-                     model_args: dict[str, Any] | None = None, limit: int | None = None,
-                     fps: tuple[float, ...] = (0.5, 1.0), min_clip: float = 2.0, max_frames: int = 256,
-                     verify: int = 0, show_progress: bool = True) -> list[Certificate]:
-    """The certificate of every multiple-choice sample (the first `limit`) of BENCHMARK for MODEL."""
+JOB_KIND = "certificate"
+"""The ledger kind of certificate jobs (lvu.runs.ledger.JobLedger, `<results-dir>/lvu.sqlite`)."""
+
+
+@dataclass
+class CertificateJob:
+    """What `certificate_job` did: the certificates of the samples asked for, in their order."""
+
+    certificates: list[Certificate]
+    job_id: str
+    results_dir: Path
+    n_reused: int = 0
+    """Certificates already in the ledger (this job resumed, or an earlier job of the same spec on
+    data that has since changed elsewhere) and not computed again."""
+    interrupted: bool = False
+    """Stopped by Ctrl-C: `certificates` holds only those committed; run again to resume."""
+
+
+def _record(cert: Certificate) -> dict[str, Any]:
+    return asdict(cert)
+
+
+def _certificate(record: dict[str, Any]) -> Certificate:
+    return Certificate(**{**record, "trail": [tuple(t) for t in record.get("trail", [])]})
+
+
+def certificate_job(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+                    model_args: dict[str, Any] | None = None, limit: int | None = None,
+                    fps: tuple[float, ...] = (0.5, 1.0), min_clip: float = 2.0, max_frames: int = 256,
+                    verify: int = 0, results_dir: str | Path | None = None, concurrency: int = 4,
+                    fresh: bool = False, show_progress: bool = True) -> CertificateJob:
+    """The certificate of every multiple-choice sample (the first `limit`) of BENCHMARK for MODEL,
+    `concurrency` samples at a time, each committed to the ledger as it completes. The job is the
+    benchmark, the model (run-neutral arguments left out, as in a run id), the settings and the
+    schedule, on the data's fingerprint; an item's key hashes the sample's content (its record,
+    video stamp and subtitle file: `data_fingerprint` of the sample alone), the model and the
+    schedule. So a rerun skips what is committed, an edited sample (a new data fingerprint: a new
+    job) is the only one computed again, and `fresh` recomputes everything."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from lvu.runs.engine import Engine, make_spec
     from lvu.progress import LoggedProgress
+    from lvu.runs.engine import Engine, resolve_spec
+    from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint
+    from lvu.runs.ledger import JobLedger, item_key
+    from lvu.runs.pipeline import ready_models
+    from lvu.runs.stage_runner import run_each
 
-    _, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args)
-    samples = [s for s in bench.load()[0] if s.options and s.answer is not None][:limit]
-    engine = Engine(bench, mdl, None, frame_cache=None)  # type: ignore[arg-type]  # no store: nothing is saved
+    spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args)
+    mdl = model_cls(**(model_args or {}))
+    schedule_params = {"fps": list(fps), "min_clip": min_clip, "max_frames": max_frames, "verify": verify}
+    model_identity = {"backend": spec.model, **spec.model_args}
+    job_spec = {"benchmark": spec.benchmark, "model": spec.model, "model_args": spec.model_args,
+                "settings": {k: v for k, v in spec.settings.items() if k != FINGERPRINT_KEY},
+                "schedule": schedule_params}
+    loaded = bench.loaded()[0]
+    ordinals = {s.id: i for i, s in enumerate(loaded)}
+    samples = [s for s in loaded if s.options and s.answer is not None][:limit]
+    keys = {s.id: item_key(data_fingerprint([s], []), model_identity, schedule_params) for s in samples}
 
-    async def main() -> list[Certificate]:
-        out = []
-        with LoggedProgress(TextColumn("[bold]certificates"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), disable=not show_progress,
-                            label="certificates") as progress:
-            task = progress.add_task("", total=len(samples))
+    ledger = JobLedger(results_dir)
+    job = ledger.open_job(JOB_KIND, job_spec, spec.settings[FINGERPRINT_KEY], fresh=fresh)
+    status = "failed"
+    try:
+        if not fresh:  # what an earlier job of this spec certified for samples that have not changed
+            ledger.reuse(job, {keys[s.id]: ordinals[s.id] for s in samples})
+        done = ledger.done_keys(job)
+        todo = [s for s in samples if keys[s.id] not in done]
+        engine = Engine(bench, mdl, None, frame_cache=None)  # type: ignore[arg-type]  # the ledger stores, not a run
+        progress = LoggedProgress(TextColumn("[bold]certificates"), BarColumn(), MofNCompleteColumn(),
+                                  TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                  TimeRemainingColumn(), disable=not show_progress, label="certificates")
+        stop = asyncio.Event()
+        failed = 0
+
+        async def work(sample: Sample) -> Certificate:
+            return await certify(engine, bench, sample, fps=fps, min_clip=min_clip, max_frames=max_frames, verify=verify)
+
+        def commit(sample: Sample, cert: Certificate) -> None:
+            nonlocal failed
+            ledger.commit(job, keys[sample.id], ordinal=ordinals[sample.id], result=_record(cert), error=cert.error)
+            failed += bool(cert.error)
+            progress.update(bar, advance=1, failed=failed)
+
+        async def main() -> None:
             try:
-                for s in samples:
-                    out.append(await certify(engine, bench, s, fps=fps, min_clip=min_clip, max_frames=max_frames,
-                                             verify=verify))
-                    progress.advance(task)
+                await ready_models(mdl, None, fresh=fresh, model_has_work=bool(todo))
+                with progress:
+                    await run_each(todo, work, commit, concurrency=concurrency, stop=stop, note=progress.say,
+                                   what="sample")
             finally:
-                engine.pool.shutdown(wait=False)
+                engine.pool.shutdown(wait=False, cancel_futures=True)
                 await mdl.close()
-        return out
 
-    return asyncio.run(main())
+        bar = progress.add_task("", total=len(todo), failed=0)
+        if show_progress and len(todo) < len(samples):
+            progress.say(f"certificates: {len(samples) - len(todo)} of {len(samples)} already in the ledger "
+                         f"(job {job}); computing {len(todo)}")
+        asyncio.run(main())
+        status = "interrupted" if stop.is_set() else "done"
+        by_key = {e.key: e for e in ledger.entries(job)}
+        certs = [_certificate(by_key[keys[s.id]].result) for s in samples if keys[s.id] in by_key]
+        return CertificateJob(certs, job, ledger.dir, n_reused=len(samples) - len(todo),
+                              interrupted=status == "interrupted")
+    finally:
+        ledger.finish_job(job, status)
+        ledger.close()
+
+
+def run_certificates(benchmark: str, model: str, **kwargs: Any) -> list[Certificate]:
+    """`certificate_job(...)`'s certificates (the same arguments)."""
+    return certificate_job(benchmark, model, **kwargs).certificates
 
 
 def summarize(certs: list[Certificate]) -> tuple[Table, Analysis]:

@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from lvu.registry import Registry
 from lvu.types import Breakdown  # noqa: F401  (lives with the other nouns; imported from here too)
-from lvu.types import Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle
+from lvu.types import (Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle,
+                       VideoMeta)
 
 if TYPE_CHECKING:
     from lvu.scoring.judges import Judgement, JudgeTask
@@ -59,9 +60,20 @@ class Benchmark(ABC):
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
         """Read the release files. Per-record problems come back as BadRecords, not exceptions."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        plan = cls.__dict__.get("plan")
+        if plan is not None and _old_plan_signature(plan):
+            cls.plan = _duration_plan(cls, plan)  # type: ignore[method-assign]
+
     @abstractmethod
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
-        """Frame times and subtitle mode for this sample, given the video's duration.
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
+        """Frame times and subtitle mode for this sample, given what is known of its video.
+
+        `video` (lvu.types.VideoMeta) is built once per sample by the engine: the release's
+        duration when it gives one, and the file's probed frame rate, frame count and (where
+        known) keyframe times, read from the file only when the plan asks for them. A benchmark
+        never probes the video itself.
 
         `subtitle_mode` is the mode the protocol wants *if* cues exist, whether or not this sample
         has a subtitle file: the engine takes the cues from the sample's subtitle file, else (with
@@ -148,6 +160,36 @@ class Benchmark(ABC):
         from lvu.scoring.choice import breakdowns_by_label
 
         return breakdowns_by_label(results)
+
+
+# ---- plugins written for the old `plan(sample, duration)` ------------------------------------------
+
+
+def _old_plan_signature(plan: Any) -> bool:
+    """Whether `plan` is written as `plan(self, sample, duration)`, the signature before VideoMeta."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(plan).parameters)
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 3 and params[2] == "duration"
+
+
+def _duration_plan(cls: type, plan: Callable[..., InputPlan]) -> Callable[..., InputPlan]:
+    """`plan` adapted to the VideoMeta signature: it is handed the duration, as before."""
+    import functools
+    import warnings
+
+    warnings.warn(f"{cls.__module__}.{cls.__qualname__}.plan(self, sample, duration) is the old signature; "
+                  "it now receives plan(self, sample, video: VideoMeta) — use video.duration "
+                  "(docs/plugins.md)", DeprecationWarning, stacklevel=4)  # the class statement
+
+    @functools.wraps(plan)
+    def adapted(self: Any, sample: Sample, video: VideoMeta | float) -> InputPlan:
+        return plan(self, sample, video.duration if isinstance(video, VideoMeta) else video)
+
+    return adapted
 
 
 # ---- reading saved responses: the generic formats `read_predictions` overrides share -------------

@@ -37,7 +37,8 @@ from lvu.errors import LvuError
 from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring.choice import extract_letter, format_options
-from lvu.types import LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text
+from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, Score, Subtitle, Text,
+                       VideoMeta)
 
 PROMPT_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 OPEN_INSTRUCTION = "Answer the question briefly."
@@ -182,9 +183,9 @@ class JsonlBenchmark(Benchmark):
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
         return read_samples(self.data_path(), video_dir=self.settings.get("video_dir"))
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         return InputPlan(
-            timestamps=Uniform(n=n).timestamps(duration, 0.0) if (n := self.settings["frames"]) else [],
+            timestamps=Uniform(n=n).timestamps(video.duration, 0.0) if (n := self.settings["frames"]) else [],
             subtitle_mode=self.settings["subtitles"],  # cues: the sample's subtitle file, else --asr's transcript
             resize=self.settings["resize"],
         )

@@ -70,7 +70,7 @@ from lvu.errors import LvuError, SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
 from lvu.scoring.choice import mean_pct as _pct
 from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
-                       Subtitle, Text)
+                       Subtitle, Text, VideoMeta)
 
 __all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "interleave_official", "official_cues", "parse_official",
            "parse_vlmevalkit", "record_to_sample"]
@@ -286,18 +286,12 @@ class LongVideoBench(Benchmark):
 
     # ---- input plan and prompt -----------------------------------------------------------------
 
-    def _probe(self, path: str) -> tuple[float, int]:
-        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
-        from lvu.media.video import probe_frames
-
-        return probe_frames(path)
-
-    def frame_indices(self, sample: Sample) -> tuple[list[int], float]:
+    def frame_indices(self, sample: Sample, video: VideoMeta) -> tuple[list[int], float]:
         """(frame numbers, fps) of this sample's frames under the active protocol."""
         frames = self.settings["frames"]
         if frames == 0:
             return [], 0.0
-        fps, total = self._probe(sample.video.path)
+        fps, total = video.rate_and_count()
         if self.compat == "vlmevalkit":
             if isinstance(frames, str):  # fps preset: int(i * fps / F) for i < int(total / fps * F)
                 rate = float(_FPS_WORD.fullmatch(frames).group(1))  # type: ignore[union-attr]
@@ -307,8 +301,8 @@ class LongVideoBench(Benchmark):
             return Lmms(n=frames).frame_indices(total, fps), fps
         return Lvb(n=frames).frame_indices(total, fps, duration=sample.video.duration), fps
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
-        indices, fps = self.frame_indices(sample)
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
+        indices, fps = self.frame_indices(sample, video)
         # Subtitles are read by this module (official_cues), so the engine's generic cue path is off.
         return InputPlan(timestamps=[i / fps for i in indices], subtitle_mode="none", resize=self.settings["resize"])
 

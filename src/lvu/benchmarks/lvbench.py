@@ -53,6 +53,7 @@ from lvu.media.sampling import Fps, Lmms, Uniform
 from lvu.scoring.choice import lmms_extract_mcq, mean_pct as _pct
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
+    VideoMeta,
 )
 
 PROMPT_INSTRUCTION = ("Please select the best answer from the options above and directly provide the letter "
@@ -147,7 +148,7 @@ class LvbenchBenchmark(Benchmark):
 
     # ---- protocol -----------------------------------------------------------------------------
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         n, rate = self.settings["frames"], self.settings["fps"]
         if n == 0:
             return InputPlan(timestamps=[], resize=self.settings["resize"])
@@ -157,9 +158,7 @@ class LvbenchBenchmark(Benchmark):
             plan = Lmms(n=n)
         else:
             plan = Uniform(n=n)
-        from lvu.media.video import probe_cached
-
-        times = plan.timestamps(duration, probe_cached(sample.video.path).fps)
+        times = plan.timestamps(video.duration, video.fps or 0.0)  # 0 = unknown: lmms refuses, time plans need none
         return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
 
     def question_text(self, sample: Sample) -> str:

@@ -55,6 +55,7 @@ from lvu.scoring.choice import lmms_extract_mcq
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
+    VideoMeta,
 )
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
@@ -244,25 +245,23 @@ class Mlvu(Benchmark):
 
     # ---- inputs and prompts ----------------------------------------------------------------------
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         n, fps = self.settings["frames"], self.settings["fps"]
         if fps is not None and self.compat != "vlmevalkit":
-            times = Fps(fps=fps).timestamps(duration, 0.0)  # the paper's "N fps": t = k / N
+            times = Fps(fps=fps).timestamps(video.duration, 0.0)  # the paper's "N fps": t = k / N
         else:
-            from lvu.media.video import probe_cached
-
-            info = probe_cached(sample.video.path)
-            total = info.num_frames or max(1, round(info.duration * info.fps))
+            rate, total = video.rate_and_count()
+            total = max(1, total)
             if fps is not None:  # VLMEvalKit fps mode
-                step = info.fps / fps
-                idx = [int(i * step) for i in range(int(total / info.fps * fps))]
+                step = rate / fps
+                idx = [int(i * step) for i in range(int(total / rate * fps))]
             elif self.compat == "lmms-eval":
-                idx = Lmms(n=n).frame_indices(total, info.fps)
+                idx = Lmms(n=n).frame_indices(total, rate)
             elif self.compat == "vlmevalkit":
-                idx = Vlmevalkit(n=n).frame_indices(total, info.fps)
+                idx = Vlmevalkit(n=n).frame_indices(total, rate)
             else:
                 idx = mlvu_indices(total, n)
-            times = [min(i, total - 1) / info.fps for i in idx]
+            times = [min(i, total - 1) / rate for i in idx]
         return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:

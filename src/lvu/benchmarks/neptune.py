@@ -66,6 +66,7 @@ from lvu.scoring.choice import mean_pct as _pct
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
+    VideoMeta,
 )
 
 EXPECTED_QUESTIONS = {"full": 3268, "mma": 1157, "mmh": 1171}
@@ -251,14 +252,8 @@ class Neptune(Benchmark):
 
     # ---- input plan and prompt -----------------------------------------------------------------
 
-    def _probe(self, path: str) -> tuple[float, int]:
-        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
-        from lvu.media.video import probe_frames
-
-        return probe_frames(path)
-
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
-        frames, clip = self.settings["frames"], not self.lmms
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
+        frames, clip, duration = self.settings["frames"], not self.lmms, video.duration
         span = min(duration, MAX_SECONDS) if clip else duration
         if frames == 0 and not self.lmms:
             times: list[float] = []
@@ -269,7 +264,7 @@ class Neptune(Benchmark):
         elif frames == "1fps":
             times = Fps(fps=1).timestamps(span, 0.0)
         else:  # linear subsampling: lmms-eval's np.linspace(0, T-1, min(N, T), dtype=int) on frame numbers
-            fps, total = self._probe(sample.video.path)
+            fps, total = video.rate_and_count()
             if clip and duration > MAX_SECONDS:
                 total = min(total, math.floor(MAX_SECONDS * fps))
             times = [i / fps for i in Lmms(n=max(1, frames)).frame_indices(total, fps)]

@@ -65,6 +65,7 @@ from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit, parse_plan
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
+    VideoMeta,
 )
 
 EXPECTED = {"questions": 2700, "videos": 900, "videos_per_duration": 300, "questions_per_video": 3}
@@ -214,6 +215,8 @@ class VideoMME(Benchmark):
         if isinstance(frames, str) and frames != "gemini":
             parse_plan(frames)  # one-line LvuError for a bad plan string
         self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
+        self._planned: dict[str, VideoMeta] = {}
+        """Video path -> the VideoMeta `plan` was given: the subtitle lines need its fps and frame count."""
 
     @property
     def compat(self) -> str:
@@ -268,14 +271,16 @@ class VideoMME(Benchmark):
 
     # ---- input plan and prompt -----------------------------------------------------------------
 
-    def _probe(self, path: str) -> tuple[float, int]:
-        """(fps, frame count) of a video, probed once per process (`lvu.media.video.probe_frames`)."""
-        from lvu.media.video import probe_frames
+    def _video(self, sample: Sample) -> VideoMeta:
+        """The VideoMeta `plan` was given for this sample's video (build_prompt runs after plan)."""
+        video = self._planned.get(sample.video.path)
+        if video is None:
+            raise LvuError(f"{sample.id}: {self.name} builds its subtitle lines from the video's frame rate — "
+                           "call plan(sample, video) before build_prompt")
+        return video
 
-        return probe_frames(path)
-
-    def _times(self, sample: Sample, duration: float) -> list[float]:
-        frames = self.settings["frames"]
+    def _times(self, sample: Sample, video: VideoMeta) -> list[float]:
+        frames, duration = self.settings["frames"], video.duration
         if frames == 0:
             return []
         if frames == "gemini":
@@ -284,9 +289,9 @@ class VideoMME(Benchmark):
             plan = parse_plan(frames)
             if plan.native == "time":
                 return plan.timestamps(duration, 0.0)
-            fps, total = self._probe(sample.video.path)
+            fps, total = video.rate_and_count()
             return [i / fps for i in plan.frame_indices(total, fps, duration=duration)]
-        fps, total = self._probe(sample.video.path)
+        fps, total = video.rate_and_count()
         if self.compat == "lmms-eval":
             indices = Lmms(n=frames).frame_indices(total, fps)
         elif self.compat == "vlmevalkit":
@@ -295,27 +300,28 @@ class VideoMME(Benchmark):
             indices = slicer_indices(total, frames)
         return [i / fps for i in indices]
 
-    def plan(self, sample: Sample, duration: float) -> InputPlan:
+    def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
+        self._planned[sample.video.path] = video
         mode = self.settings["subtitles"]
         if self.compat == "lmms-eval" or mode == "none":
             engine_mode = "none"  # lmms-eval re-reads the .srt itself (build_prompt)
         else:
             engine_mode = "covering" if mode == "covering" else "all"  # per-frame: selected in build_prompt
-        return InputPlan(timestamps=self._times(sample, duration), subtitle_mode=engine_mode,
+        return InputPlan(timestamps=self._times(sample, video), subtitle_mode=engine_mode,
                          resize=self.settings["resize"])
 
     def subtitle_block(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> str:
         """The subtitle lines of the prompt (joined by newlines), per the mode and compat."""
         mode = self.settings["subtitles"]
         if self.compat == "lmms-eval":
-            fps, total = self._probe(sample.video.path)
+            fps, total = self._video(sample).rate_and_count()
             path = Path(sample.subtitles.path) if sample.subtitles else None
             return lmms_subtitles(path, fps, total, self.settings["subtitle_grid"], full=mode == "all")
         if mode in ("all", "covering"):
             return "\n".join(c.text for c in cues)
         if not cues or not frames:
             return ""
-        fps, _ = self._probe(sample.video.path)
+        fps, _ = self._video(sample).rate_and_count()
         ms = [round(round(f.timestamp * fps) * (1000 / fps)) for f in frames]  # pysubs2.make_time(fps, frames)
         return "\n".join(per_frame_lines(cues, ms))
 

@@ -175,3 +175,25 @@ def _rewind(container, stream, path):
     except av.FFmpegError:
         container.close()
         return _open(path)
+
+
+@dataclass(frozen=True)
+class Resize:
+    """Output size: `short` side, `long` (max) side, or exact `size` (w, h) of the displayed frame.
+
+    `short` and `long` keep the aspect ratio and never upscale; both may be given.
+    """
+
+    short: int | None = None
+    long: int | None = None
+    size: tuple[int, int] | None = None
+
+    def output_size(self, width: int, height: int) -> tuple[int, int]:
+        if self.size is not None:
+            return self.size
+        scale = 1.0
+        if self.short:
+            scale = min(scale, self.short / min(width, height))
+        if self.long:
+            scale = min(scale, self.long / max(width, height))
+        return max(1, round(width * scale)), max(1, round(height * scale))

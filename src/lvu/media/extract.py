@@ -1,13 +1,12 @@
-"""Bulk work on top of the frame cache: `lvu frames` (a plan's frames as image files) and
-`lvu cache warm` (pre-extract many videos in worker processes)."""
+"""Bulk work on top of the frame cache: `lvu frames` (a plan's frames as image files) and the
+per-video work of `lvu cache warm` (`warm_video`; the loop over videos is lvu.runs.warming, on the
+stage runner, which sits above media)."""
 
 from __future__ import annotations
 
 import json
 import os
 import struct
-import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,12 +63,12 @@ def extract_frames(video: str | Path, plan: str, out_dir: str | Path, *, approxi
     return target
 
 
-# ---- lvu cache warm: pre-extract many videos in worker processes ---------------------------------
+# ---- lvu cache warm: one video's entries (lvu.runs.warming drives many) ----------------------------
 
 
 @dataclass
 class WarmSummary:
-    """What `warm` did."""
+    """What `lvu.runs.warming.warm` did."""
 
     videos: int
     """Videos whose frames are all in the cache now."""
@@ -83,6 +82,8 @@ class WarmSummary:
     """Cache entries (video x timestamps) now present."""
     hits: int = 0
     """Entries that were already cached (nothing decoded)."""
+    interrupted: bool = False
+    """Stopped by Ctrl-C before every video was done (what is cached stays; warm again to resume)."""
 
 
 def _peek(path: Path) -> int | None:
@@ -122,73 +123,3 @@ def warm_video(cache: FrameCache, path: str, plans: list[tuple[float, ...] | str
         msg = str(e) if isinstance(e, LvuError) else f"{type(e).__name__}: {e}"
         return entries, frames, hits, msg if str(path) in msg else f"{path}: {msg}"
     return entries, frames, hits, None
-
-
-def warm(items: Iterable[tuple[str | Path, Sequence[float] | str]], *, workers: int = 2,
-         resize: int | Resize | None = None, approximate: bool = False, progress: bool = True,
-         cache: FrameCache | None = None) -> WarmSummary:
-    """Decode and cache the frames of many (video, timestamps) items in `workers` processes, with a
-    progress bar. The second item of a pair is a list of seconds (`get_or_decode` entries) or a
-    plan string (`get_or_sample` entries): warm with what the run will ask for. Items are grouped
-    per video (duplicates dropped); a video that fails is one error line, the rest continue.
-    `workers <= 1` decodes in this process."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
-
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from lvu.progress import LoggedProgress
-
-    cache = cache if cache is not None else FrameCache()
-    groups: dict[str, list[tuple[float, ...] | str]] = {}
-    for path, what in items:
-        plans = groups.setdefault(str(path), [])
-        what = what if isinstance(what, str) else tuple(float(t) for t in what)
-        if what not in plans:
-            plans.append(what)
-    workers = max(1, min(workers, len(groups)))
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    summary = WarmSummary(videos=0, frames=0, seconds=0.0)
-    start = time.perf_counter()
-    bar = LoggedProgress(
-        TextColumn("[bold]warming frame cache"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[frames]} frames, {task.fields[rate]}"), TextColumn("errors {task.fields[errors]}"),
-        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not progress,
-    )
-    task = bar.add_task("warming frame cache", total=len(groups), frames=0, rate="", errors=0)
-
-    def record(path: str, result: tuple[int, int, int, str | None]) -> None:
-        entries, frames, hits, error = result
-        summary.entries += entries
-        summary.hits += hits
-        if error:
-            failed.append((order[path], error))
-        else:
-            summary.videos += 1
-            summary.frames += frames
-        rate = summary.frames / max(1e-9, time.perf_counter() - start)
-        bar.update(task, advance=1, frames=summary.frames, rate=f"{rate:.1f} frames/s", errors=len(failed))
-
-    order = {path: i for i, path in enumerate(groups)}
-    failed: list[tuple[int, str]] = []
-    with bar:
-        if workers == 1:
-            for path, plans in groups.items():
-                record(path, warm_video(cache, path, plans, resize, approximate, 0))
-        else:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
-            try:
-                futures = {pool.submit(warm_video, cache, path, plans, resize, approximate, threads): path
-                           for path, plans in groups.items()}
-                for fut in as_completed(futures):
-                    path = futures[fut]
-                    try:
-                        result = fut.result()
-                    except Exception as e:  # a worker died (e.g. the decoder crashed)
-                        result = (0, 0, 0, f"{path}: worker failed: {type(e).__name__}: {e}")
-                    record(path, result)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-    summary.errors = [line for _, line in sorted(failed)]  # in input order, not completion order
-    summary.seconds = time.perf_counter() - start
-    return summary

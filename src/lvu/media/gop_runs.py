@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor, wait
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any  # readers are lvu.media.video.VideoReader (which imports this module)
 
 import numpy as np
 
 if TYPE_CHECKING:
     from lvu.media.frame_index import _Index
-    from lvu.media.video import Resize, VideoReader
+    from lvu.media.av_io import Resize
 
 SEEK_COST_FRAMES = 8
 """A seek (demuxer jump + decoder flush and refill) costs about this many decoded frames."""
@@ -62,7 +62,7 @@ def split_runs(index: _Index, targets: list[int], *, keyframes: bool, decoders: 
     return [targets[a:b] for a, b in pairwise(starts.tolist()) if b > a]
 
 
-def decode_in_parallel(reader: VideoReader, parts: list[list[int]], rs: Resize | None, *,
+def decode_in_parallel(reader: Any, parts: list[list[int]], rs: Resize | None, *,
                        keyframes: bool) -> dict:
     """Decode each run on its own twin decoder (opened lazily, kept for later calls); target pts ->
     (array, pts shown), merged. Every decoder is idle again before an error propagates."""
@@ -71,7 +71,7 @@ def decode_in_parallel(reader: VideoReader, parts: list[list[int]], rs: Resize |
     if reader._pool is None:
         reader._pool = ThreadPoolExecutor(decoder_count(reader._threads), thread_name_prefix="lvu-decode")
 
-    def work(twin: VideoReader, part: list[int]) -> dict:
+    def work(twin: Any, part: list[int]) -> dict:
         try:
             return twin._decode_keyframes(part, rs) if keyframes else twin._decode(part, rs)
         except BaseException:

@@ -24,7 +24,7 @@ from lvu.media.av_io import _decoded, _Drain
 from lvu.media.gop_runs import SEEK_COST_FRAMES
 
 if TYPE_CHECKING:
-    from lvu.media.video import Resize
+    from lvu.media.av_io import Resize
 
 _MAX_RESEEKS = 8
 

@@ -80,28 +80,6 @@ class FrameBatch:
         return len(self.data)
 
 
-@dataclass(frozen=True)
-class Resize:
-    """Output size: `short` side, `long` (max) side, or exact `size` (w, h) of the displayed frame.
-
-    `short` and `long` keep the aspect ratio and never upscale; both may be given.
-    """
-
-    short: int | None = None
-    long: int | None = None
-    size: tuple[int, int] | None = None
-
-    def output_size(self, width: int, height: int) -> tuple[int, int]:
-        if self.size is not None:
-            return self.size
-        scale = 1.0
-        if self.short:
-            scale = min(scale, self.short / min(width, height))
-        if self.long:
-            scale = min(scale, self.long / max(width, height))
-        return max(1, round(width * scale)), max(1, round(height * scale))
-
-
 def _as_resize(resize: int | Resize | None) -> Resize | None:
     if resize is None or isinstance(resize, Resize):
         return resize
@@ -112,7 +90,7 @@ def _as_resize(resize: int | Resize | None) -> Resize | None:
 
 # The pieces split out of this module, re-exported here (lvu.media.video is the public API).
 from lvu.media.av_io import (  # noqa: E402,F401
-    _MAX_BAD_PACKETS, _REFETCH, _decoded, _Drain, _first_frame, _open, _rate, _rewind, _rotation, _short,
+    Resize, _MAX_BAD_PACKETS, _REFETCH, _decoded, _Drain, _first_frame, _open, _rate, _rewind, _rotation, _short,
     _Skip,
 )
 from lvu.media.frame_index import _build_index, _Index, cached_index, store_index  # noqa: E402,F401

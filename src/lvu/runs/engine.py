@@ -49,7 +49,7 @@ from lvu.runs.pipeline import (
 from lvu.progress import PipelineProgress
 from lvu.runs.store import Store
 from lvu.scoring.judges import Judge
-from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle
+from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle, VideoMeta
 
 
 @dataclass
@@ -128,6 +128,20 @@ def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None 
     return spec, bench, model_cls
 
 
+def video_meta(sample: Sample) -> VideoMeta:
+    """What `Benchmark.plan` gets to know of the sample's video: the release's duration when it
+    gives one; the rest from the file's probe (memoised per process), read only when asked for."""
+    path = sample.video.path
+
+    def probed() -> VideoMeta:
+        from lvu.media.video import probe_cached  # each video is probed once per process
+
+        info = probe_cached(path)
+        return VideoMeta(info.duration, info.fps, info.num_frames or round(info.duration * info.fps))
+
+    return VideoMeta(float(sample.video.duration) if sample.video.duration else None, probe=probed)
+
+
 class _MediaCache:
     """Samples of one video usually share a frame plan: decode once, hand out the same frames.
     Small LRU in memory; one lock per key so two workers never decode the same frames twice."""
@@ -191,14 +205,10 @@ class Engine:
     # ---- media (runs in worker threads) ----------------------------------------------------------
 
     def _duration(self, sample: Sample) -> float:
-        if sample.video.duration:
-            return float(sample.video.duration)
-        from lvu.media.video import probe_cached  # shared with the benchmarks: each video is probed once
+        return video_meta(sample).duration
 
-        return probe_cached(sample.video.path).duration
-
-    def prepare(self, sample: Sample) -> tuple[Prompt, list[float]]:
-        plan = self.bench.plan(sample, self._duration(sample))
+    def prepare(self, sample: Sample, video: VideoMeta | None = None) -> tuple[Prompt, list[float]]:
+        plan = self.bench.plan(sample, video if video is not None else video_meta(sample))
         frames: list[Frame] = []
         if plan.timestamps:
             key = (sample.video.path, tuple(plan.timestamps), plan.resize)
@@ -250,9 +260,10 @@ class Engine:
         with self.progress.stage("decode") as decoded:
             try:
                 loop = asyncio.get_running_loop()
+                video = video_meta(sample)  # no I/O here: the file is probed when the plan asks
                 if self.processes is not None:
-                    await self._decode_in_process(sample)
-                prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample)
+                    await self._decode_in_process(sample, video)
+                prompt, times = await loop.run_in_executor(self.pool, self.prepare, sample, video)
                 result.prompt, result.frame_timestamps = prompt.summary(), times
                 if (n_asr := self.asr_cue_counts.pop(sample.id, None)) is not None:
                     result.prompt["asr_cues"] = n_asr  # cues from the Whisper transcript (runs/asr_use.py)
@@ -263,12 +274,12 @@ class Engine:
             decoded.failed = prompt is None
         return Prepared(sample, result, prompt, started)
 
-    async def _decode_in_process(self, sample: Sample) -> None:
+    async def _decode_in_process(self, sample: Sample, video: VideoMeta) -> None:
         """Have a worker process decode this sample's frames into the disk cache, which `prepare`
         then reads (unless another sample of the video already brought them into memory)."""
         assert self.processes is not None
         plan = await asyncio.get_running_loop().run_in_executor(
-            self.pool, lambda: self.bench.plan(sample, self._duration(sample)))
+            self.pool, lambda: self.bench.plan(sample, video))
         if plan.timestamps and (sample.video.path, tuple(plan.timestamps), plan.resize) not in self.frames.items:
             await self.processes.decode(sample.video.path, plan.timestamps, plan.resize)
 
@@ -378,18 +389,23 @@ def run_local(benchmark: str, model: str, *, settings: dict[str, Any] | None = N
                         frame_cache=FrameCache() if frame_cache else None, asr=asr, judge=judge_obj,
                         llm_extract=llm_extract)
         summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
-        if summary.interrupted:
-            stop = RunInterrupted(summary, sum(r.error is None for r in store.iter_results(summary.run_id)))
-            from rich.console import Console  # said here: typer turns a KeyboardInterrupt into a silent exit 130
-
-            Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
-            raise stop
+        raise_if_interrupted(summary, store)
         if asr:
             warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
         return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
                           show_progress=show_progress, limit=limit)
     finally:
         store.close()
+
+
+def raise_if_interrupted(summary: RunSummary, store: Store) -> None:
+    """After a run stopped by Ctrl-C (either executor): say what is stored and raise RunInterrupted."""
+    if summary.interrupted:
+        stop = RunInterrupted(summary, sum(r.error is None for r in store.iter_results(summary.run_id)))
+        from rich.console import Console  # said here: typer turns a KeyboardInterrupt into a silent exit 130
+
+        Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
+        raise stop
 
 
 def make_run_judge(judge: str | None, judge_args: dict[str, Any] | None, llm_extract: bool) -> Judge | None:

@@ -19,10 +19,12 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from lvu.errors import LvuError
 from lvu.progress import LoggedProgress
+from lvu.runs.stage_runner import run_each
 from lvu.scoring.judges import Judge, Judgement, JudgeTask
 from lvu.types import Prediction, Response, Sample, SampleResult, Score
 
@@ -141,31 +143,47 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
                               TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
                               TimeRemainingColumn(), disable=not show_progress or not todo)
     bar = progress.add_task(f"judging {run_id}", total=len(todo), failed=0)
-    gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(sample: Sample, result: SampleResult) -> None:
-        async with gate:
-            result.error, result.judge = None, None
-            try:
-                grade(bench, sample, Response(text=result.response or ""), result)  # start from the rule's grade
-                await judge_sample(bench, sample, result, judge, llm_extract=llm_extract)
-                summary.n_judged += 1
-            except LvuError as e:
-                result.error = str(e)
-            except Exception as e:  # one bad sample never stops the others
-                result.error = f"{JUDGE_FAILED}{sample.id}: {type(e).__name__}: {e}"
-            if result.error:
-                summary.n_failed += 1
-                summary.errors.append((sample.id, result.error))
-            store.put(run_id, result, ordinals[sample.id])
-            progress.update(bar, advance=1, failed=summary.n_failed)
+    async def judge_one(item: tuple[Sample, SampleResult]) -> SampleResult:
+        sample, result = item
+        result.error, result.judge = None, None
+        try:
+            grade(bench, sample, Response(text=result.response or ""), result)  # start from the rule's grade
+            await judge_sample(bench, sample, result, judge, llm_extract=llm_extract)
+        except LvuError as e:
+            result.error = str(e)
+        except Exception as e:  # one bad sample never stops the others
+            result.error = f"{JUDGE_FAILED}{sample.id}: {type(e).__name__}: {e}"
+        return result
 
+    def commit(item: tuple[Sample, SampleResult], result: SampleResult) -> None:
+        sample = item[0]
+        store.put(run_id, result, ordinals[sample.id])  # committed at once: an interrupted run resumes here
+        if result.error:
+            summary.n_failed += 1
+            summary.errors.append((sample.id, result.error))
+        else:
+            summary.n_judged += 1
+        progress.update(bar, advance=1, failed=summary.n_failed)
+
+    stop = asyncio.Event()  # set by Ctrl-C (lvu.runs.stage_runner): the judgements in flight finish, then stop
     try:
         with progress:
-            await asyncio.gather(*(one(s, r) for s, r in todo))
+            await run_each(todo, judge_one, commit, concurrency=concurrency, stop=stop, note=progress.say,
+                           what="sample", where="with the judge")
     finally:
         await judge.close()
+    if stop.is_set():
+        interrupted = JudgingInterrupted(f"interrupted — {summary.n_judged + summary.n_failed} of {len(todo)} "
+                                         f"samples of run {run_id} are judged and stored; run the same command "
+                                         "again to judge the rest")
+        Console(stderr=True, soft_wrap=True).print(str(interrupted), markup=False, highlight=False)
+        raise interrupted  # said above: typer turns a KeyboardInterrupt into a silent exit 130
     return summary
+
+
+class JudgingInterrupted(KeyboardInterrupt):
+    """Raised by `judge_stored` after a clean stop on Ctrl-C (what is judged is stored)."""
 
 
 def _record_judge(store: Store, run_id: str, judge: Judge, llm_extract: bool, mode: str) -> None:

@@ -174,3 +174,39 @@ class JobLedger:
                                " WHERE job_id = ? ORDER BY ordinal, key", (job,))
         for key, ordinal, result, raw, error, started, finished in rows:
             yield Entry(key, ordinal, None if result is None else json.loads(result), raw, error, started, finished)
+
+    def reuse(self, job: str, ordinals: dict[str, int]) -> int:
+        """Copy into `job` what earlier jobs of the same kind and spec — the same work on other
+        input content, e.g. the data file before one question was edited — committed without error
+        under these keys (key -> the item's ordinal in `job`), the most recent job first. A key
+        hashes everything its item's outcome depends on, so after an edit only the changed items
+        are left to compute. Returns how many items were copied."""
+        row = self.db.execute("SELECT kind, spec FROM ledger_jobs WHERE job_id = ?", (job,)).fetchone()
+        if row is None:
+            return 0
+        wanted = set(ordinals) - self.done_keys(job)
+        others = [r[0] for r in self.db.execute(
+            "SELECT job_id FROM ledger_jobs WHERE kind = ? AND spec = ? AND job_id != ? ORDER BY updated DESC",
+            (row[0], row[1], job))]
+        copied = 0
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            for other in others:
+                keys = sorted(wanted)
+                for start in range(0, len(keys), 500):  # SQLite caps the parameters of one statement
+                    chunk = keys[start:start + 500]
+                    found = self.db.execute(
+                        "SELECT key, result, raw, started, finished FROM ledger_items WHERE job_id = ? AND"
+                        f" error IS NULL AND key IN ({','.join('?' * len(chunk))})", (other, *chunk)).fetchall()
+                    for key, result, raw, started, finished in found:
+                        self.db.execute(
+                            "INSERT INTO ledger_items (job_id, key, ordinal, result, raw, error, started, finished)"
+                            " VALUES (?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(job_id, key) DO UPDATE SET"
+                            " ordinal = excluded.ordinal, result = excluded.result, raw = excluded.raw, error = NULL,"
+                            " started = excluded.started, finished = excluded.finished",
+                            (job, key, ordinals[key], result, raw, started, finished))
+                        wanted.discard(key)
+                        copied += 1
+                if not wanted:
+                    break
+        return copied

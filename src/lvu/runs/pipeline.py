@@ -159,6 +159,30 @@ class ProcessDecoder:
             self.pool.shutdown(wait=wait, cancel_futures=True)
 
 
+class CommitSample:
+    """The commit stage of both executors: store a sample's record the moment it is done (one
+    commit: nothing half-written), note its error, and stop the run (return EndpointDown) when the
+    model endpoint is gone. An item has `sample`, `prompt` (None: it failed before the model, so
+    no model call) and `unreachable`."""
+
+    def __init__(self, store: Store, run_id: str, ordinals: dict[str, int], errors: list[tuple[str, str]],
+                 progress: PipelineProgress, n_calls: int) -> None:
+        self.store, self.run_id, self.ordinals, self.errors, self.progress = store, run_id, ordinals, errors, progress
+        self.watch = EndpointWatch(n_calls)
+        self.n_stored = 0
+
+    def __call__(self, item: Prepared, result: SampleResult) -> EndpointDown | None:
+        with self.progress.stage("scored") as scored:
+            self.store.put(self.run_id, result, self.ordinals[item.sample.id])
+            scored.failed = bool(result.error)
+        self.n_stored += 1
+        if result.error:
+            self.errors.append((item.sample.id, result.error))
+        if item.prompt is not None and self.watch.saw(item.unreachable, result.error):
+            return self.watch.error()
+        return None
+
+
 async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals: dict[str, int],
                        errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
     """A run on the stage runner (lvu.runs.stage_runner): decode tasks prepare prompts ahead into a
@@ -167,7 +191,6 @@ async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals
     moment it completes (one commit: nothing half-written). Ctrl-C sets `stop`: no new samples
     start, those in the model finish within the grace. An endpoint that is gone stops the run."""
     progress = engine.progress
-    watch = EndpointWatch(len(todo))
 
     async def prepare(group: list[Sample]):
         for sample in group:
@@ -178,19 +201,10 @@ async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals
             progress.skip("model")  # failed before the model: not a model call
         return await engine.answer_sample(item)
 
-    def commit(item: Prepared, result: SampleResult) -> EndpointDown | None:
-        with progress.stage("scored") as scored:
-            engine.store.put(run_id, result, ordinals[item.sample.id])
-            scored.failed = bool(result.error)
-        if result.error:
-            errors.append((item.sample.id, result.error))
-        if item.prompt is not None and watch.saw(item.unreachable, result.error):
-            return watch.error()
-        return None
-
     # A decode task takes all samples of one video (todo is sorted by video): the first decodes,
     # the others reuse its frames, and the decode tasks work on different videos in parallel.
     groups = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
+    commit = CommitSample(engine.store, run_id, ordinals, errors, progress, len(todo))
     runner = StageRunner(consumers=[answer] * engine.concurrency, commit=commit, produce=prepare,
                          producers=engine.decode_workers, grace=engine.interrupt_grace, stop=stop,
                          note=progress.note, what="sample", where="in the model")

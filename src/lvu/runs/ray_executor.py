@@ -22,6 +22,8 @@ whose decoding or model call fails is recorded and the run goes on. A replica wh
 is rebuilt by Ray (`max_restarts` times); the samples it was answering are recorded as failed —
 not retried, since a sample that kills a replica would kill the next one too — and a resume
 retries them. When every replica is gone the run stops with an error; what is stored stays.
+The driver's loop is the stage runner (lvu.runs.stage_runner), as in the local engine: Ctrl-C,
+early stop on a dead endpoint and one commit per sample are the runner's and CommitSample's.
 This module is the driver; what runs on the workers is in lvu.runs.ray_workers. See docs/ray.md.
 """
 
@@ -31,6 +33,7 @@ import asyncio
 import os
 import time
 import types
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -39,12 +42,14 @@ from typing import Any, cast
 from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
 from lvu.models.base import Model
-from lvu.runs.engine import RunSummary, environment, finish_run, grade, make_run_judge, resolve_spec
+from lvu.runs.engine import (RunSummary, environment, finish_run, grade, make_run_judge, raise_if_interrupted,
+                             resolve_spec)
 from lvu.runs.identity import reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
-from lvu.runs.pipeline import EndpointDown, EndpointWatch, ready_models
+from lvu.runs.pipeline import CommitSample, Prepared, ready_models
 from lvu.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
+from lvu.runs.stage_runner import StageRunner
 from lvu.runs.store import Store
 from lvu.runs.summaries import run_tables
 from lvu.scoring.judges import Judge
@@ -140,16 +145,18 @@ class _Replica:
 
 
 @dataclass
-class _Item:
-    """A prepared sample on its way to a replica; `prompts` is None when its decode task failed."""
+class _Item(Prepared):
+    """A prepared sample on its way to a replica: `prompt` is the reference to its group's prompts
+    in the object store (None when its decode task failed), `index` its place among them."""
 
-    sample: Sample
-    result: SampleResult
-    prompts: Any
-    index: int
-    started: float
-    unreachable: bool = False
-    """Its model call never reached the endpoint (pipeline.EndpointWatch)."""
+    index: int = 0
+
+
+def _decode_failed(sample: Sample, why: str) -> SampleResult:
+    """The record of a sample whose decode task died, as Engine.prepare_sample records a failure."""
+    return SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer,
+                        n_options=len(sample.options) or None, question=sample.question, options=sample.options,
+                        sample_digest=sample_digest(sample), error=f"{sample.id}: decode task failed — {why}")
 
 
 @dataclass
@@ -204,11 +211,11 @@ class RayExecutor:
                                   "model": per_replica * len(self.replicas)},
                 title=f"{spec.benchmark} × {spec.model}  ({run_id}, ray: {len(self.replicas)} replica(s))",
                 enabled=show_progress)
-            status = "interrupted"
+            status, stop = "interrupted", asyncio.Event()  # Ctrl-C sets stop (lvu.runs.stage_runner)
             try:
                 with progress:
-                    await self._pipeline(run_id, todo, ordinals, errors, progress, per_replica, decode_tasks)
-                status = "done"
+                    await self._pipeline(run_id, todo, ordinals, errors, progress, per_replica, decode_tasks, stop)
+                status = "interrupted" if stop.is_set() else "done"
             except LvuError:
                 status = "failed"
                 raise
@@ -224,7 +231,7 @@ class RayExecutor:
         return RunSummary(
             run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
             n_failed=n_failed, tables=tables,
-            results_dir=self.store.dir, errors=errors,
+            results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
             stage_utilisation={name: progress.utilisation(name) for name in ("decode", "model")},
             n_benchmark=len(ordinals) + len(bad),
         )
@@ -321,10 +328,12 @@ class RayExecutor:
 
     async def _pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
                         errors: list[tuple[str, str]], progress: PipelineProgress, per_replica: int,
-                        decode_tasks: int) -> None:
-        """Decoders submit one decode task per group and queue its samples (bounded, so at most a
-        few groups' prompts wait in the object store); each replica has `per_replica` workers that
-        send it samples and grade and store each answer the moment it comes back."""
+                        decode_tasks: int, stop: asyncio.Event) -> None:
+        """The local pipeline's stages on the stage runner (lvu.runs.stage_runner): `decode_tasks`
+        producers submit one decode task per group (the runner's bounded queue holds references, so
+        at most a few groups' prompts wait in the object store); each replica has `per_replica`
+        slots that send it samples; each answer is committed the moment it is back. The slots of a
+        replica that died for good close, handing their samples to the others."""
         size = self.options.group_size
         groups: list[list[Sample]] = []
         for sample in todo:
@@ -332,94 +341,49 @@ class RayExecutor:
                 groups[-1].append(sample)
             else:
                 groups.append([sample])
-        to_prepare = iter(groups)
-        ready: asyncio.Queue[_Item | None] = asyncio.Queue(maxsize=per_replica * len(self.replicas))
         prepare = self.ray.remote(prepare_group).options(num_cpus=self.options.decode_cpus, num_returns=2,
                                                          max_retries=1)
         bench_cls, settings = type(self.bench), dict(self.bench.settings)
 
-        async def decoder() -> None:
-            for group in to_prepare:  # shared by the decoders; the loop runs one at a time
-                started = time.perf_counter()
-                with ExitStack() as stack:
-                    stages = [stack.enter_context(progress.stage("decode")) for _ in group]
-                    results_ref, prompts_ref = prepare.remote(bench_cls, settings, group, self.frame_cache, self.asr)
-                    try:
-                        results: list[SampleResult] = await results_ref
-                    except self.ray.exceptions.RayError as e:  # the task itself died (e.g. a decoder crash)
-                        why = _describe(e)
-                        results = [SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer,
-                                                n_options=len(s.options) or None,  # as Engine.prepare_sample
-                                                question=s.question, options=s.options,
-                                                sample_digest=sample_digest(s),
-                                                error=f"{s.id}: decode task failed — {why}") for s in group]
-                        prompts_ref = None
-                    for stage, result in zip(stages, results, strict=True):
-                        stage.failed = result.error is not None
-                for i, (sample, result) in enumerate(zip(group, results, strict=True)):
-                    await ready.put(_Item(sample, result, prompts_ref if result.error is None else None, i, started))
+        async def decode(group: list[Sample]) -> AsyncIterator[_Item]:
+            started = time.perf_counter()
+            with ExitStack() as stack:
+                stages = [stack.enter_context(progress.stage("decode")) for _ in group]
+                results_ref, prompts_ref = prepare.remote(bench_cls, settings, group, self.frame_cache, self.asr)
+                try:
+                    results: list[SampleResult] = await results_ref
+                except self.ray.exceptions.RayError as e:  # the task itself died (e.g. a decoder crash)
+                    results = [_decode_failed(s, _describe(e)) for s in group]
+                for stage, result in zip(stages, results, strict=True):
+                    stage.failed = result.error is not None
+            for i, (sample, result) in enumerate(zip(group, results, strict=True)):
+                yield _Item(sample, result, prompts_ref if result.error is None else None, started, index=i)
 
-        n_stored = 0
-        watch = EndpointWatch(len(todo))
-        gone: list[EndpointDown] = []
+        def slot(replica: _Replica) -> Callable[[_Item], Awaitable[SampleResult]]:
+            async def answer(item: _Item) -> SampleResult:
+                if item.prompt is None:
+                    progress.skip("model")  # failed before the model: not a model call
+                return await self._answer(replica, item, progress)
+            return answer
 
-        async def worker(replica: _Replica) -> None:
-            nonlocal n_stored
-            while True:
-                item = await ready.get()
-                if item is None or not replica.alive:
-                    # Pass it on (there is room: it was just taken out): the end marker to the next
-                    # worker, a sample to a worker whose replica is alive.
-                    ready.put_nowait(item)
-                    return
-                if item.prompts is None:
-                    progress.skip("model")
-                result = await self._answer(replica, item, progress)
-                with progress.stage("scored") as scored:
-                    self.store.put(run_id, result, ordinals[item.sample.id])
-                    scored.failed = bool(result.error)
-                n_stored += 1
-                if result.error:
-                    errors.append((item.sample.id, result.error))
-                if item.prompts is not None and watch.saw(item.unreachable, result.error):
-                    gone.append(watch.error())  # as the local pipeline: abandon the calls in flight
-                    for t in workers:
-                        if t is not asyncio.current_task():
-                            t.cancel()
-                    return
-
-        async def end_of_input() -> None:
-            try:
-                await asyncio.gather(*decoders)
-            except Exception:  # a bug in a decoder: still end the workers (the bug is raised below)
-                pass
-            await ready.put(None)
-
-        decoders = [asyncio.create_task(decoder()) for _ in range(decode_tasks)]
-        feeder = asyncio.create_task(end_of_input())
-        workers = [asyncio.create_task(worker(r)) for r in self.replicas for _ in range(per_replica)]
-        try:
-            await asyncio.wait(workers)  # they end at the end marker, or when their replica is gone
-            if gone:
-                raise gone[0]
-            if n_stored < len(todo) and not any(r.alive for r in self.replicas):
-                raise LvuError(f"all {len(self.replicas)} model replicas died — the samples done so far are "
-                                   "stored; run the same command again to resume")
-        finally:
-            for t in (feeder, *decoders, *workers):
-                t.cancel()
-            await asyncio.gather(feeder, *decoders, *workers, return_exceptions=True)
-        for t in (feeder, *decoders, *workers):  # a bug in the pipeline itself is not swallowed
-            if not t.cancelled() and t.exception() is not None:
-                raise cast(BaseException, t.exception())
+        slots = [r for r in self.replicas for _ in range(per_replica)]
+        commit = CommitSample(self.store, run_id, ordinals, errors, progress, len(todo))
+        await StageRunner(consumers=[slot(r) for r in slots], slot_open=[lambda r=r: r.alive for r in slots],
+                          commit=commit, produce=decode, producers=decode_tasks, stop=stop, note=progress.note,
+                          what="sample", where="on the replicas").run(groups)
+        if commit.n_stored < len(todo) and not stop.is_set():
+            alive = sum(r.alive for r in self.replicas)
+            raise LvuError((f"all {len(self.replicas)} model replicas died" if not alive else
+                            f"{len(todo) - commit.n_stored} sample(s) were left unanswered after model replicas "
+                            "died") + " — the samples done so far are stored; run the same command again to resume")
 
     async def _answer(self, replica: _Replica, item: _Item, progress: PipelineProgress) -> SampleResult:
         """The local engine's answer stage, with the model call sent to `replica`."""
         result, sample = item.result, item.sample
-        if item.prompts is not None:
+        if item.prompt is not None:
             try:
                 with progress.stage("model") as called:
-                    response, error = await replica.actor.answer.remote([item.prompts], item.index, sample.id)
+                    response, error = await replica.actor.answer.remote([item.prompt], item.index, sample.id)
                     called.failed = error is not None or bool(response and response.error)
                 if error is not None:
                     result.error = error
@@ -490,6 +454,7 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
                                concurrency=concurrency, frame_cache=frame_cache, asr=asr, judge=judge_obj,
                                llm_extract=llm_extract)
         summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
+        raise_if_interrupted(summary, store)
         if asr:  # as the local executor: the records say whether the transcripts reached any prompt
             from lvu.runs.asr_use import warn_if_asr_unused
 

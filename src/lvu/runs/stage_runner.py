@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -48,9 +49,16 @@ class StageRunner(Generic[Item, Ready, Done]):
                  produce: Callable[[list[Item]], AsyncIterator[Ready]] = _pass_through,  # type: ignore[assignment]
                  producers: int = 1, grace: float = 10.0, stop: asyncio.Event | None = None,
                  note: Note = lambda message: None, retry: dict[str, Any] | None = None,
-                 what: str = "item", where: str = "in flight") -> None:
+                 what: str = "item", where: str = "in flight",
+                 slot_open: Sequence[Callable[[], bool]] | None = None) -> None:
         if not consumers:
             raise ValueError("a stage runner needs at least one consumer slot")
+        if slot_open is not None and len(slot_open) != len(consumers):
+            raise ValueError("slot_open needs one predicate per consumer slot")
+        self.slot_open = list(slot_open) if slot_open is not None else [lambda: True] * len(consumers)
+        """Per slot: whether it still takes items. A closed slot (its Ray replica died for good)
+        hands the item it took back to the queue for the other slots, and ends; when every slot
+        has closed the run returns with the remaining items uncommitted (the caller says why)."""
         self.consumers, self.commit, self.produce = list(consumers), commit, produce
         self.producers, self.grace = max(1, producers), grace
         self.stop = stop or asyncio.Event()
@@ -83,8 +91,23 @@ class StageRunner(Generic[Item, Ready, Done]):
                         return
                     await ready.put(item)
 
-        async def consumer(consume: Callable[[Ready], Awaitable[Done]]) -> None:
-            while not self.stop.is_set() and (item := await ready.get()) is not None:
+        handed_back: deque[Ready] = deque()  # items a closed slot took: the open slots take them first
+
+        async def consumer(consume: Callable[[Ready], Awaitable[Done]], is_open: Callable[[], bool]) -> None:
+            at_end = False
+            while not self.stop.is_set():
+                if handed_back:
+                    item = handed_back.popleft()
+                elif at_end:  # every item left the queue before the first end marker: none is left
+                    return
+                elif (taken := await ready.get()) is None:
+                    at_end = True  # what a closed slot handed back is still to do
+                    continue
+                else:
+                    item = taken
+                if not is_open():
+                    handed_back.append(item)
+                    return
                 self.consuming.add(me := asyncio.current_task())  # type: ignore[arg-type]
                 try:
                     done = await self._consume(consume, item)
@@ -101,12 +124,15 @@ class StageRunner(Generic[Item, Ready, Done]):
         async def end_of_input() -> None:
             try:
                 await asyncio.gather(*producing)
-            finally:
-                if not self.stop.is_set():  # after a stop the consumers end without markers (and may be
-                    for _ in consumers:     # gone: a full queue would then block here forever)
-                        await ready.put(None)
+            except asyncio.CancelledError:
+                raise  # the run is ending (every slot closed, or a stop): no one would take the markers
+            except Exception:
+                pass  # a bug in a producer: still end the consumers (the bug is raised below)
+            if not self.stop.is_set():  # after a stop the consumers end without markers (and may be
+                for _ in consumers:     # gone: a full queue would then block here forever)
+                    await ready.put(None)
 
-        consumers = [asyncio.create_task(consumer(c)) for c in self.consumers]
+        consumers = [asyncio.create_task(consumer(c, o)) for c, o in zip(self.consumers, self.slot_open)]
         producing = [asyncio.create_task(producer()) for _ in range(self.producers)]
         feeder = asyncio.create_task(end_of_input())
         loop = asyncio.get_running_loop()
@@ -153,9 +179,9 @@ class StageRunner(Generic[Item, Ready, Done]):
 async def run_each(items: Iterable[Item], work: Callable[[Item], Awaitable[Done]],
                    commit: Callable[[Item, Done], BaseException | None], *, concurrency: int,
                    stop: asyncio.Event | None = None, grace: float = 10.0, note: Note = lambda m: None,
-                   retry: dict[str, Any] | None = None, what: str = "item") -> None:
+                   retry: dict[str, Any] | None = None, what: str = "item", where: str = "in flight") -> None:
     """The one-stage form: `work` on every item with `concurrency` slots, `commit` each outcome."""
     runner: StageRunner[Item, Item, Done] = StageRunner(
         consumers=[work] * max(1, concurrency), commit=commit, stop=stop, grace=grace, note=note, retry=retry,
-        what=what)
+        what=what, where=where)
     await runner.run([item] for item in items)

@@ -28,7 +28,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -393,9 +393,16 @@ def read_dev_set(path: str | Path) -> list[DevRow]:
     return rows
 
 
-async def judge_rows(judge: Judge, rows: list[DevRow], *, concurrency: int = 8,
-                     show_progress: bool = True) -> list[Judgement]:
-    """Equivalence judgements of dev rows, in order (concurrent calls, a progress bar)."""
+def dev_task(row: DevRow) -> JudgeTask:
+    """What the judge is asked about a dev row (the label is not shown)."""
+    return JudgeTask(kind="equivalence", question=row.question, reference=row.reference, candidate=row.candidate)
+
+
+async def judge_rows(judge: Judge, rows: list[DevRow], *, concurrency: int = 8, show_progress: bool = True,
+                     on_done: Callable[[int, Judgement], None] | None = None) -> list[Judgement]:
+    """Equivalence judgements of dev rows, in order (concurrent calls, a progress bar), in memory;
+    `on_done(index, judgement)` hears of each as it arrives. `lvu judge calibrate` / `eval` judge
+    through lvu.runs.dev_judging instead, which commits each to the ledger and resumes."""
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
@@ -407,15 +414,16 @@ async def judge_rows(judge: Judge, rows: list[DevRow], *, concurrency: int = 8,
                               disable=not show_progress, label="judging dev set")
     bar = progress.add_task("", total=len(rows))
 
-    async def one(row: DevRow) -> Judgement:
+    async def one(index: int, row: DevRow) -> Judgement:
         async with gate:
-            task = JudgeTask(kind="equivalence", question=row.question, reference=row.reference, candidate=row.candidate)
-            out = await judge.judge(task, sample_id=row.id)
+            out = await judge.judge(dev_task(row), sample_id=row.id)
             progress.update(bar, advance=1)
+            if on_done is not None:
+                on_done(index, out)
             return out
 
     try:
         with progress:
-            return list(await asyncio.gather(*(one(r) for r in rows)))
+            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(rows))))
     finally:
         await judge.close()
