@@ -15,8 +15,9 @@ side with its floor in the same invocation; medians of `--repeat` (min–max):
   3. resuming the finished run (nothing left to do), against loading and fingerprinting its data;
      reading the stored digests; the resume of the smaller run when it writes its HTML report.
   4. `lvu results list` (table and --json), the viewer's run list and /api/runs on a store of `--runs`
-     runs × `--per-run` samples, against `python -c "import lvu"` (interpreter start); and what the
-     same listing cost before per-run summaries were cached (every run's results aggregated).
+     runs × `--per-run` samples, against the same command on an empty store (start-up and imports);
+     what the listing's scores cost before they were cached per run (every run's results
+     aggregated); the one-time upgrade of such a store made by an older lvu.
 
     python benchmarks/store_scale.py [--samples 100000] [--runs 200] [--per-run 5000] [--repeat 3]
     python benchmarks/store_scale.py --quick     # 5,000 samples, 20 runs × 500: a smoke run
@@ -339,13 +340,16 @@ def main() -> None:
         first = timed_command(cmd, tmp)  # computes and caches the headlines of runs not made by `lvu run`
         listing = [timed_command(cmd, tmp) for _ in range(args.repeat)]
         listing_json = [timed_command([*cmd, "--json"], tmp) for _ in range(args.repeat)]
-        start_lvu = [timed_command([sys.executable, "-c", "import lvu.cli"], tmp) for _ in range(args.repeat)]
+        empty = tmp / "empty"
+        timed_command([sys.executable, "-c", f"from lvu.runs.store import Store; Store({str(empty)!r})"], tmp)
+        start_lvu = [timed_command([lvu_cli, "results", "list", "--results-dir", str(empty)], tmp)
+                     for _ in range(args.repeat)]
         page, api = viewer_times(where, args.repeat)
         before = list_before(where)
         drop_summaries(where)
         migrate = timed_command([sys.executable, "-c", f"from lvu.runs.store import Store; Store({str(where)!r})"], tmp)
-        print(f"   `lvu results list`: {med(listing)} s (--json {med(listing_json)} s); "
-              f"interpreter + `import lvu.cli` alone {med(start_lvu)} s")
+        print(f"   `lvu results list`: {med(listing)} s (--json {med(listing_json)} s); the same command on an "
+              f"empty store (start-up, imports, no rows) {med(start_lvu)} s")
         print(f"   viewer run list (GET /): {med(page)} s; GET /api/runs: {med(api)} s (in process)")
         print(f"   first listing of runs written outside `lvu run` (caches every headline once): {first:.1f} s")
         print(f"   the listing's scores before this cache (every run's results aggregated): {before:.1f} s "

@@ -205,3 +205,29 @@ def test_resize_zero_is_refused_before_a_run_is_stored(tmp_path):
     assert out.returncode == 2
     assert_one_line(out.stderr, "resize=0 must be at least 1")
     assert not results.exists()  # the old code stored a run whose every sample failed
+
+
+def test_frames_option_takes_what_the_benchmarks_accept(capsys, monkeypatch, tmp_path):
+    """`--frames 1fps` reaches the benchmark (Neptune and LongVideoBench accept it) instead of
+    typer refusing every non-integer; a benchmark that takes only counts refuses it in one line."""
+    from lvu.cli_common import frames_setting
+    from lvu.runs.grading import make_benchmark
+
+    assert frames_setting("32") == 32 and frames_setting(" 0 ") == 0 and frames_setting("1fps") == "1fps"
+    assert frames_setting(None) is None
+    assert make_benchmark("neptune", {"frames": frames_setting("1fps")}).settings["frames"] == "1fps"
+    code, err = cli(capsys, monkeypatch, "run", "-b", "haystack", "-m", "random", "--frames", "1fps", "--no-report",
+                    "--results-dir", str(tmp_path / "res"))
+    assert code == 2 and "frames='1fps' is not a frame count" in err
+
+
+def test_benchmark_switches_read_false_as_false():
+    """A benchmark setting whose default is a bool goes through the same converter as model flags:
+    `--set vlmevalkit_flag_bug=False` (text "False": not JSON) is False, not a truthy string."""
+    from lvu.runs.grading import make_benchmark
+
+    for text, want in (("False", False), ("false", False), ("no", False), ("True", True), ("1", True)):
+        bench = make_benchmark("longvideobench", {"compat": "vlmevalkit", "vlmevalkit_flag_bug": text})
+        assert bench.settings["vlmevalkit_flag_bug"] is want
+    with pytest.raises(LvuError, match="vlmevalkit_flag_bug"):
+        make_benchmark("longvideobench", {"compat": "vlmevalkit", "vlmevalkit_flag_bug": "maybe"})

@@ -176,7 +176,7 @@ def test_bad_records_are_one_line_errors_and_data_check_names_every_problem(rele
     ({"compat": "lmms-eval", "subtitles": "all"}, "no LongVideoBench subtitles-only task"),
     ({"compat": "vlmevalkit", "split": "test"}, "val only"),
     ({"vlmevalkit_flag_bug": True}, "use it with --compat vlmevalkit"),
-    ({"compat": "vlmevalkit", "vlmevalkit_flag_bug": "yes"}, "use true or false"),
+    ({"compat": "vlmevalkit", "vlmevalkit_flag_bug": "maybe"}, "vlmevalkit_flag_bug='maybe' is not true/false"),
     ({"sampling": "uniform"}, "has no setting"),
 ])
 def test_bad_settings_are_one_line_errors(release, settings, message):

@@ -135,7 +135,7 @@ def check_known(owner: str, args: Iterable[str], known: Iterable[str]) -> None:
     raise LvuError(f"{owner} has no argument(s) {', '.join(unknown)}{hint}; known: {', '.join(known)}")
 
 
-def check_benchmark_settings(owner: str, settings: dict[str, Any]) -> None:
+def check_benchmark_settings(owner: str, settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
     """The settings every benchmark shares, checked before anything runs: `resize` and `limit` are
     whole numbers >= 1, `seed` a whole number. `frames` and `fps` are each benchmark's to check
     (0 = no frames in some; words such as Neptune's 1fps, Video-MME's fps:1; fps > 0). Text
@@ -150,6 +150,9 @@ def check_benchmark_settings(owner: str, settings: dict[str, Any]) -> None:
         if type(out) is not type(value):  # "448" or 448.0 -> 448
             settings[name] = out
 
+    for name, default in (defaults or {}).items():  # a switch (default True/False) reads "False" as False
+        if isinstance(default, bool) and settings.get(name) is not None:
+            settings[name] = as_bool(owner, name, settings[name])
     check("resize", as_int, low=1, hint="the shorter side of frames in pixels; leave resize out for full size")
     check("limit", as_int, low=1, hint="the first K samples; leave limit out to run them all")
     check("seed", as_int)

@@ -51,6 +51,7 @@ from lvu.cli_common import (  # noqa: E402  (shared by the command modules; impo
     ResultsDir,
     check_limit,
     check_tags,
+    frames_setting,
     console,
     err_console,
     parse_kv,
@@ -65,7 +66,7 @@ hide_flag_types()
 def run(
     benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`) — default: the built-in haystack. Several (-b videomme,mlvu or repeated -b) run in turn, then one summary table.")] = ["haystack"],
     model: Annotated[str, typer.Option("--model", "-m", help="Model backend name (`lvu list`).")] = "ocr-match",
-    frames: Annotated[Optional[int], typer.Option(help="Frames per sample (default: the benchmark's protocol).")] = None,
+    frames: Annotated[Optional[str], typer.Option(help="Frames per sample: a count (0 = none), or a word the benchmark accepts (Neptune: 1fps, center, first; see docs/benchmarks). Default: the benchmark's protocol.")] = None,
     subtitles: Annotated[Optional[str], typer.Option(help="Subtitle mode: none | interleave | covering | all.")] = None,
     resize: Annotated[Optional[int], typer.Option(help="Shorter side of frames in pixels.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory (benchmarks that read local files).")] = None,
@@ -106,7 +107,7 @@ def run(
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
                       overrides={"limit": limit} if limit is not None else {}, tags=tags)
 
-    settings = {"frames": frames, "subtitles": subtitles, "resize": resize, "compat": compat,
+    settings = {"frames": frames_setting(frames), "subtitles": subtitles, "resize": resize, "compat": compat,
                 "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
@@ -333,7 +334,7 @@ def cache_prune(
 @cache_app.command("warm")
 def cache_warm(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark whose videos to pre-extract.")] = "haystack",
-    frames: Annotated[Optional[int], typer.Option(help="Frames per sample (default: the benchmark's protocol).")] = None,
+    frames: Annotated[Optional[str], typer.Option(help="Frames per sample: a count (0 = none), or a word the benchmark accepts (Neptune: 1fps, center, first; see docs/benchmarks). Default: the benchmark's protocol.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
@@ -346,7 +347,7 @@ def cache_warm(
     from lvu.runs.grading import make_benchmark
     from lvu.runs.warming import warm
 
-    settings = {"frames": frames, "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
+    settings = {"frames": frames_setting(frames), "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
     samples, _ = bench.load()

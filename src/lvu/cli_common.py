@@ -97,3 +97,13 @@ def print_tables(tables, title: str) -> None:
         for name, n, score in t.rows:
             table.add_row(name, str(n), f"{score:.1f}")
         console.print(fold_cells(table))
+
+
+def frames_setting(text: str | None) -> int | str | None:
+    """`--frames`: a whole number becomes an int (the frame count); anything else (Neptune's
+    `1fps`, `center`, `first`; LongVideoBench's `1fps`) goes to the benchmark as text, which accepts
+    it or refuses it in one line naming what it takes."""
+    if text is None:
+        return None
+    text = text.strip()
+    return int(text) if text.lstrip("-").isdigit() else text

@@ -54,7 +54,7 @@ class Benchmark(ABC):
         self.settings: dict[str, Any] = {**self.defaults, **{k: v for k, v in settings.items() if v is not None}}
         from lvu.args import check_benchmark_settings
 
-        check_benchmark_settings(self.name, self.settings)  # resize, limit, seed: one-line errors
+        check_benchmark_settings(self.name, self.settings, self.defaults)  # resize, limit, seed: one-line errors
 
     @abstractmethod
     def load(self) -> tuple[list[Sample], list[BadRecord]]:

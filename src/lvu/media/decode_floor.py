@@ -144,12 +144,10 @@ def _gop_jobs(table: PacketTable, targets: list[int]) -> list[tuple[int, list[in
 
 
 def _split(jobs: list[tuple[int, list[int]]], parts: int) -> list[list[tuple[int, list[int]]]]:
-    work = np.cumsum([len(sent) + 8 for _, sent in jobs])  # 8: a seek costs about that many frames
-    total = int(work[-1]) if len(work) else 0
-    out: list[list] = [[] for _ in range(max(1, min(parts, len(jobs))))]
-    for (job, w) in zip(jobs, work.tolist()):
-        out[min(len(out) - 1, (len(out) * (w - 1)) // max(1, total))].append(job)
-    return [o for o in out if o]
+    from lvu.media.gop_runs import SEEK_COST_FRAMES, balanced_cuts
+
+    cuts = [*balanced_cuts([len(sent) + SEEK_COST_FRAMES for _, sent in jobs], parts), len(jobs)]
+    return [jobs[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def floor_decode(path: str | Path, table: PacketTable, targets: list[int], *,

@@ -55,11 +55,25 @@ def split_runs(index: _Index, targets: list[int], *, keyframes: bool, decoders: 
     total = int(work.sum())
     if total < PARALLEL_MIN_FRAMES:
         return [targets]
-    n = min(n, len(firsts))
-    # GOP g goes to part floor(n * work done before g / total): contiguous, about equal work
-    part_of = np.minimum((n * (np.cumsum(work) - work) / total).astype(int), n - 1)
-    starts = np.r_[0, firsts[np.flatnonzero(np.diff(part_of)) + 1], len(ts)]
+    starts = np.r_[firsts[balanced_cuts(work, n)], len(ts)]
     return [targets[a:b] for a, b in pairwise(starts.tolist()) if b > a]
+
+
+def balanced_cuts(work, parts: int) -> list[int]:
+    """Where to cut a sequence of items with these costs into at most `parts` contiguous runs of
+    about equal cost: the first item of each run (0 first). Each cut goes to the item boundary
+    nearest to its share k * total / parts of the cumulative cost."""
+    cum = np.cumsum(np.asarray(work, dtype=float))
+    if len(cum) == 0:
+        return [0]
+    total, cuts = cum[-1], [0]
+    for k in range(1, min(parts, len(cum))):
+        share = k * total / parts
+        i = int(np.searchsorted(cum, share))  # items 0..i reach the share
+        cut = i + 1 if i + 1 < len(cum) and cum[i] - share < share - (cum[i - 1] if i else 0) else i
+        if cuts[-1] < cut < len(cum):
+            cuts.append(cut)
+    return cuts
 
 
 def decode_in_parallel(reader: Any, parts: list[list[int]], rs: Resize | None, *,
