@@ -28,23 +28,34 @@ def test_quick_mode_prints_every_method_with_numbers(tmp_path, capsys):
     assert bench.main(["--quick", "--n", "8", "24", "--video-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     methods, _ = bench.available_methods()
-    core = {"lvu exact", "lvu approximate", "lvu cache miss", "lvu cache hit", "lmms-eval pyav", "keyframes only"}
+    core = {"lvu exact", "lvu approximate", "lvu cache miss", "lvu cache hit", "lmms-eval pyav", "exact floor",
+            "keyframes only"}
     assert core <= set(methods)
 
     rows = _rows(out, "| method | N=8 s | N=24 s | RSS MB @24 | cpu @24 |")
     assert set(rows) == set(methods)
     for name, cells in rows.items():
-        secs, rss, cpu, check = cells[:2], cells[2], cells[3], cells[4]
+        secs, rss, cpu, check, counts = cells[:2], cells[2], cells[3], cells[4], cells[5]
         assert all(float(s) >= 0 for s in secs), (name, cells)
         assert 10 < float(rss) < 4096 and float(cpu) >= 0, (name, cells)
         if name in bench.APPROXIMATE:
             assert re.fullmatch(r"≈ off by <= \d+ frames", check), (name, check)
         else:  # every exact method returned the asked frames (barcodes read back)
             assert check == "0 wrong of 32", (name, check)
+        if name in ("lvu exact", "exact floor"):  # frames decoded / the request's minimum, per N
+            pairs = [tuple(map(int, c.split(" / "))) for c in counts.split(", ")]
+            assert len(pairs) == 2 and all(m > 0 for _, m in pairs), counts
+            if name == "exact floor":
+                assert all(d == m for d, m in pairs), counts
+            else:  # at most the last segment's reorder lookahead on top (a single decoder's)
+                assert all(m <= d <= m * bench.FLOOR_TARGET for d, m in pairs), counts
+        else:
+            assert counts == "—", (name, counts)
 
     ratios = _rows(out, "| ratio | value | verdict |")
     labels = " ".join(ratios)
-    for what in ("lmms-eval sequential / lvu exact @N=24", "lvu exact / keyframes-only floor @N=24",
+    for what in ("lmms-eval sequential / lvu exact @N=24", "lvu exact / exact floor time @N=24",
+                 "lvu exact decoded frames / minimum @N=24",
                  "lvu exact (cold) / cache hit @N=8", "lvu exact peak RSS @N=24"):
         assert what in labels
     for value, verdict in ratios.values():

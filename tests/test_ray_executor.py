@@ -288,3 +288,28 @@ def test_endpoint_faults_on_ray_preflight_fresh_and_early_stop(tmp_path):
             run("fake", "openai", settings={"n": 40}, model_args=args, **kw)
         in_flight = 4 * RAY_ARGS["num_replicas"]  # concurrency 4 per replica
         assert len(server.chat_requests()) - 8 <= DEAD_ENDPOINT_CALLS + in_flight
+
+
+def test_a_changed_question_is_recomputed_on_ray(tmp_path, monkeypatch):
+    """Ray resumes through the same keyed reuse as the local engine: with the run id held fixed
+    (fingerprint pinned), only the sample whose content changed is asked again."""
+    import json
+
+    monkeypatch.setattr("lvu.runs.engine.data_fingerprint", lambda *args, **kw: "pinned")
+
+    def write(answers):
+        lines = [json.dumps({"id": f"q{i}", "benchmark": "mine", "video": {"path": "v.mp4", "duration": 30.0},
+                             "question": f"question {i}: pick A", "options": ["x", "y", "z", "w"], "answer": a})
+                 for i, a in enumerate(answers)]
+        (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+
+    log = tmp_path / "calls.txt"
+    kw = dict(settings={"data": str(tmp_path / "q.jsonl"), "frames": 0}, model_args={"log": str(log)},
+              results_dir=tmp_path / "res", show_progress=False, report=False, executor="ray", ray_args=RAY_ARGS)
+    write([0, 0, 0, 0])
+    first = run("jsonl", "fake-follow-neutral", **kw)
+    write([0, 0, 3, 0])
+    second = run("jsonl", "fake-follow-neutral", **kw)
+    assert first.run_id == second.run_id and second.n_done_before == 3
+    assert sorted(log.read_text().split()) == ["q0", "q1", "q2", "q2", "q3"]
+    assert second.tables[0].rows[0][2] == 75.0
