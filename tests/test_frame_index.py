@@ -133,8 +133,9 @@ def test_lvu_frames_png_uses_the_fast_level_and_keeps_pixels(tmp_video, tmp_path
 def test_split_modules_keep_the_public_api():
     from lvu.media import av_io, cache, cache_entry, gop_runs, identity, video
 
-    for name in ("VideoReader", "VideoInfo", "FrameBatch", "Resize", "probe", "probe_cached", "probe_frames"):
+    for name in ("VideoReader", "VideoInfo", "FrameBatch", "probe", "probe_cached", "probe_frames"):
         assert getattr(video, name).__module__ == "lvu.media.video"
+    assert video.Resize is av_io.Resize  # importable from lvu.media.video as before
     assert video.SEEK_COST_FRAMES is gop_runs.SEEK_COST_FRAMES and video.MAX_DECODERS == gop_runs.MAX_DECODERS
     assert video._short is av_io._short and video._open is av_io._open and video._Index is frame_index._Index
     assert cache.video_fingerprint is identity.video_fingerprint and cache._MAGIC == cache_entry._MAGIC

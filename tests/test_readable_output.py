@@ -101,7 +101,7 @@ def test_run_help_shows_extras_and_no_type_on_flags():
     assert out.returncode == 0, out.stderr
     assert "lvu[asr]" in out.stdout and "(needs lvu)" not in out.stdout
     assert "<bool>" not in out.stdout and "list[str]" not in out.stdout
-    assert re.search(r"--frames\s+<int>", out.stdout)  # options that take a value keep their hint
+    assert re.search(r"--frames\s+<str>", out.stdout)  # options that take a value keep their hint (a count or 1fps)
     plan = lvu("frames", "--help", columns=200)
     assert "fps:F[:max=M]" in plan.stdout
 

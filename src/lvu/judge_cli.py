@@ -9,7 +9,6 @@ Imports only typer and rich at module level (`lvu --help` stays fast); docs/judg
 
 from __future__ import annotations
 
-import asyncio
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -50,6 +49,8 @@ def _judge_dev(judge: Judge, rows: list[DevRow], dev: Path, concurrency: int, re
                fresh: bool) -> list[float | None]:
     """P(equivalent) per dev row (None where the judge call failed; failures are reported). Each
     judgement is committed to the ledger as it arrives (lvu.runs.dev_judging): a rerun resumes."""
+    import asyncio  # here, not at module level: every `lvu` command would pay for it (~30 ms)
+
     from lvu.cli_common import err_console
     from lvu.runs.dev_judging import judge_dev_set
 
@@ -110,6 +111,8 @@ def score_run(
         info = store.run(run_id)
         bench = benchmark_of(info.spec)
         require_same_data(info.run_id, info.spec.settings, bench)
+        import asyncio
+
         done = asyncio.run(judge_stored(store, info.run_id, bench, judge_obj, llm_extract=llm_extract, fresh=fresh,
                                         concurrency=concurrency))
         print_tables(bench.aggregate(store.results(info.run_id)), f"{info.benchmark} × {info.model}")

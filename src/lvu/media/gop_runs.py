@@ -78,21 +78,25 @@ def balanced_cuts(work, parts: int) -> list[int]:
 
 def decode_in_parallel(reader: Any, parts: list[list[int]], rs: Resize | None, *,
                        keyframes: bool) -> dict:
-    """Decode each run on its own twin decoder (opened lazily, kept for later calls); target pts ->
-    (array, pts shown), merged. Every decoder is idle again before an error propagates."""
-    while len(reader._twins) < len(parts):
-        reader._twins.append(reader._twin())
+    """Decode each run on its own twin decoder (opened lazily in its own thread, so the files open
+    side by side, and kept for later calls); target pts -> (array, pts shown), merged. Every
+    decoder is idle again before an error propagates."""
+    twins = reader._twins
+    twins.extend([None] * (len(parts) - len(twins)))
     if reader._pool is None:
         reader._pool = ThreadPoolExecutor(decoder_count(reader._threads), thread_name_prefix="lvu-decode")
 
-    def work(twin: Any, part: list[int]) -> dict:
+    def work(i: int, part: list[int]) -> dict:
+        if twins[i] is None:
+            twins[i] = reader._twin()
+        twin = twins[i]
         try:
             return twin._decode_keyframes(part, rs) if keyframes else twin._decode(part, rs)
         except BaseException:
             twin._cursor = None
             raise
 
-    jobs = [reader._pool.submit(work, twin, part) for twin, part in zip(reader._twins, parts)]
+    jobs = [reader._pool.submit(work, i, part) for i, part in enumerate(parts)]
     wait(jobs)
     out: dict = {}
     for job in jobs:

@@ -176,7 +176,7 @@ class VideoReader(ExactSweep):
         self._sent: list | None = [] if record_packets else None
         self._drain_last = False
         self._skip: _Skip | None = None
-        self._twins: list[VideoReader] = []  # extra decoders for parallel calls (opened lazily)
+        self._twins: list[VideoReader | None] = []  # extra decoders for parallel calls (opened lazily)
         self._pool: ThreadPoolExecutor | None = None
         self._container, self._stream = _open(path)
         try:
@@ -221,15 +221,15 @@ class VideoReader(ExactSweep):
     def decoded_frames(self) -> int:
         """Frames decoded so far: the cost of the reads (~N * GOP/2 for sparse exact ones, half
         that where non-reference frames are skipped)."""
-        return self._count[0] + sum(t._count[0] for t in self._twins)
+        return self._count[0] + sum(t._count[0] for t in self._twins if t is not None)
 
     @property
-    def packets_sent(self) -> list[tuple[int, bool]] | None:
+    def packets_sent(self) -> list[tuple[int, str]] | None:
         """With `record_packets=True`: (pts, skip_frame mode: DEFAULT, NONREF or NONKEY) of every
         packet given to this reader's decoders, for accounting (decode_floor.frames_decoded); else None."""
         if self._sent is None:
             return None
-        return [*self._sent, *(p for t in self._twins for p in (t._sent or ()))]
+        return [*self._sent, *(p for t in self._twins if t is not None for p in (t._sent or ()))]
 
     @property
     def keyframe_indices(self) -> list[int]:
@@ -291,7 +291,8 @@ class VideoReader(ExactSweep):
             self._pool.shutdown()
             self._pool = None
         for twin in self._twins:
-            twin.close()
+            if twin is not None:
+                twin.close()
         self._twins = []
         self._container.close()
 
