@@ -255,7 +255,7 @@ def test_unreachable_is_set_for_connection_failures_only():
         assert refused.unreachable and "cannot reach" in refused.error
     with FakeOpenAIServer(hang=5) as server:
         for http in ("httpx", "aiohttp"):
-            m = OpenAICompat(model="m", base_url=server.base_url, max_retries=0, timeout=0.5, cache=False, http=http)
+            m = OpenAICompat(model="m", base_url=server.base_url, max_retries=0, timeout=2.0, cache=False, http=http)
             server.script("500", "timeout", "drop")
             answers = [asyncio.run(ask(m)) for _ in range(3)]
             assert [a.unreachable for a in answers] == [False, False, True], [a.error for a in answers]

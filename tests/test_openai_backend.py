@@ -191,7 +191,7 @@ def test_logprobs_per_token(server):
 def test_retries_get_through_injected_faults(server):
     server.retry_after = 2
     server.script("429", "500", "drop", "503", "timeout")
-    m = model(server, timeout=0.3, max_retries=5)
+    m = model(server, timeout=2.0, max_retries=5)  # well under the server's 30 s hang, above a busy box's reply time
     [r] = generate(m, prompt(1))
     assert r.error is None and r.text == "B"
     assert [q.fault for q in server.chat_requests()] == ["429", "500", "drop", "503", "timeout", None]
@@ -264,8 +264,8 @@ def test_unreachable_server(server, http):
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 def test_both_transports_send_the_same_request(server, http):
     server.script("500", "timeout")
-    server.hang = 1.0
-    m = model(server, http=http, timeout=0.3, cache=False)
+    server.hang = 5.0
+    m = model(server, http=http, timeout=2.0, cache=False)  # the good answer has 2 s even on a busy box
     assert ("http_client" in m._http_client()) == (http == "aiohttp")  # httpx: the SDK's default client
     [r] = generate(m, prompt(2))
     assert r.text == "B" and m.waits and len(server.chat_requests()) == 3
