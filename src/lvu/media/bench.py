@@ -365,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--size", default="640x360", help="WxH of the generated videos (default 640x360)")
     p.add_argument("--methods", nargs="+", choices=list(METHODS), help="default: all that are installed")
     p.add_argument("--video-dir", help="where generated videos are cached (default: lvu's cache dir)")
-    p.add_argument("--repeat", type=int, default=1, help=f"best of R runs (runs over {REPEAT_UNDER:.0f} s run once)")
+    p.add_argument("--repeat", type=int, default=1, help=f"median of R runs, methods interleaved (runs over {REPEAT_UNDER:.0f} s run once)")
     p.add_argument("--json", help="also write the raw measurements here")
     a = p.parse_args(argv)
     w, _, h = a.size.partition("x")
