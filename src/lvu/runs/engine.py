@@ -26,7 +26,7 @@ from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model
-from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, loaded_digests, reusable_ids, sample_digest
+from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, digest_for, loaded_digests, reusable_ids
 from lvu.runs.asr_use import warn_if_asr_unused
 from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ONLY_SETTINGS: imported from here too)
     RUN_ONLY_SETTINGS,
@@ -253,7 +253,8 @@ class Engine:
     async def prepare_sample(self, sample: Sample) -> Prepared:
         """Stage 1 (decode threads): plan, frames, cues, prompt. A failure is the sample's error."""
         result = SampleResult(sample_id=sample.id, labels=sample.labels, answer=sample.answer,
-                              n_options=len(sample.options) or None, sample_digest=sample_digest(sample),
+                              n_options=len(sample.options) or None,
+                              sample_digest=digest_for(self.bench, sample),
                               question=sample.question, options=sample.options)
         started = time.perf_counter()
         prompt = None
@@ -326,7 +327,7 @@ class Engine:
                            model_has_work=any(s.id not in stored for s in samples))
         run_id = self.store.begin_run(spec, {**environment(self.model), **judged, **(env or {})}, fresh=fresh)
         self.store.set_total(run_id, len(ordinals) + len(bad))  # coverage, and `partial` for a --limit run
-        done = reusable_ids(self.store.completed_digests(run_id), samples, digests)  # never a changed question's answer
+        done = stored  # read above (never a changed question's answer); --fresh: nothing
         errors: list[tuple[str, str]] = []
         for i, record in enumerate(bad):
             self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)

@@ -124,6 +124,13 @@ def loaded_digests(bench: Any) -> dict[str, str]:
     return digests
 
 
+def digest_for(bench: Any, sample: Sample) -> str:
+    """`sample`'s digest: from the benchmark's hashed samples when a run already hashed them (the
+    local engine), else hashed alone (a Ray decode task, whose benchmark never loads everything)."""
+    digests = getattr(bench, "_lvu_digests", None)
+    return digests.get(sample.id) or sample_digest(sample) if digests is not None else sample_digest(sample)
+
+
 def require_same_data(run_id: str, settings: dict[str, Any], bench: Any) -> None:
     """Refuse to pair a stored run with data that changed since it ran (e.g. judging its answers
     against edited references): DataError naming the run and the fix. Runs that predate

@@ -44,7 +44,7 @@ from lvu.errors import LvuError
 from lvu.models.base import Model
 from lvu.runs.engine import (RunSummary, environment, finish_run, grade, make_run_judge, raise_if_interrupted,
                              resolve_spec)
-from lvu.runs.identity import reusable_ids, sample_digest
+from lvu.runs.identity import loaded_digests, reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.pipeline import CommitSample, Prepared, ready_models
 from lvu.progress import PipelineProgress
@@ -186,7 +186,8 @@ class RayExecutor:
         try:
             identity, batch = await self._start_replicas(fresh)
             # Checked before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
-            stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples)
+            stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples,
+                                                      loaded_digests(self.bench))  # hashed once, with the fingerprint
             if any(s.id not in stored for s in samples):
                 await self._preflight_replicas()
             await ready_models(None, self.judge, fresh=fresh, model_has_work=False)  # the judge, on the driver
@@ -196,7 +197,7 @@ class RayExecutor:
             run_id = self.store.begin_run(spec, {**environment_, **judged, "executor": self._describe_cluster(),
                                                  **(env or {})}, fresh=fresh)
             self.store.set_total(run_id, len(ordinals) + len(bad))  # as the local engine: coverage, `partial`
-            done = reusable_ids(self.store.completed_digests(run_id), samples)  # as the local engine
+            done = stored  # read above, as the local engine; --fresh: nothing
             errors: list[tuple[str, str]] = []
             for i, record in enumerate(bad):
                 self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
