@@ -46,6 +46,8 @@ from lvu.run_cli import sweep as _sweep_command  # noqa: E402  (typer + rich onl
 app.command("sweep")(_sweep_command)
 from lvu.import_cli import import_results as _import_command  # noqa: E402  (typer + rich only)
 app.command("import")(_import_command)
+from lvu.build_cli import build_app  # noqa: E402  (typer + rich only)
+app.add_typer(build_app, name="build")
 from lvu.cli_common import (  # noqa: E402  (shared by the command modules; imported here by name too)
     KV_HELP,
     ResultsDir,

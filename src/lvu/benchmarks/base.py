@@ -156,7 +156,9 @@ class Benchmark(ABC):
         raise NotImplementedError(f"benchmark {self.name!r} defines no judge task")
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
-        """Tables in the paper's layout. Default: overall plus one table per label key."""
+        """Tables in the paper's layout. Default: overall plus one table per label key. The results
+        may come without their display fields (prompt, question, options, explanation, frame
+        timestamps: `Store.scoring_results`): aggregate from scores, answers, labels, judgements."""
         from lvu.scoring.choice import breakdowns_by_label
 
         return breakdowns_by_label(results)

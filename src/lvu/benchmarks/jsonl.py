@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
-from lvu.benchmarks.loading import RecordError, Unparsed, collect_samples, json_lines, read_text
+from lvu.benchmarks.loading import RecordError, Unparsed, collect_samples, iter_json_lines, read_text
 from lvu.errors import LvuError
 from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
@@ -71,7 +71,7 @@ def read_samples(path: str | Path, *, video_dir: str | Path | None = None) -> tu
         return sample
 
     return collect_samples(  # where = "<path>:<line>"
-        json_lines(text, path), to_sample,
+        iter_json_lines(text, path), to_sample,
         repeated=lambda sid, first: f"id {sid!r} repeats line {first.rpartition(':')[2]} — give every sample a unique id")
 
 

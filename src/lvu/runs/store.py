@@ -327,6 +327,18 @@ class Store:
         for (record,) in rows:
             yield SampleResult.model_validate_json(record)
 
+    # What only the viewer, the report's sample pages and exports show; aggregation never reads them.
+    DISPLAY_FIELDS = ("prompt", "question", "options", "explanation", "frame_timestamps")
+
+    def scoring_results(self, run_id: str) -> list[SampleResult]:
+        """The run's results as `Benchmark.aggregate` reads them: every field but DISPLAY_FIELDS
+        (SQLite drops them before Python parses a record). A record is mostly its prompt text, so
+        aggregating a 100,000-sample run holds a third of the memory `results` would."""
+        drop = ", ".join(f"'$.{name}'" for name in self.DISPLAY_FIELDS)
+        rows = self.db.execute(f"SELECT json_remove(record, {drop}) FROM samples WHERE run_id = ?"
+                               " ORDER BY ordinal, sample_id", (run_id,))
+        return [SampleResult.model_validate_json(record) for (record,) in rows]
+
     # ---- cached run summaries (lvu.runs.summaries) ---------------------------------------------------
 
     def samples_version(self, run_id: str) -> int:

@@ -50,7 +50,7 @@ def refresh(store: Store, run_id: str, spec: RunSpec) -> Headline | None:
     """The run's headline from all its stored results (lvu.runs.headline.stored_headline), cached
     with its tables when its benchmark's official aggregate made them."""
     version = store.samples_version(run_id)  # before the results: a sample stored meanwhile makes it stale
-    tables, bench = stored_tables(spec, store.results(run_id))
+    tables, bench = stored_tables(spec, store.scoring_results(run_id))
     subset = bench.settings.get("subset") if bench is not None else None
     if bench is not None:
         remember(store, run_id, version, bench, tables)
@@ -83,7 +83,7 @@ def run_tables(store: Store, run_id: str, bench: Benchmark, keep: set[str]) -> t
     if whole_run and cached is not None and cached[0] == version and cached[2] is not None \
             and cached[1] == code_stamp(type(bench)):
         return [Breakdown.model_validate(t) for t in json.loads(cached[2])], n_failed
-    results = [r for r in store.results(run_id) if r.sample_id in keep]
+    results = [r for r in store.scoring_results(run_id) if r.sample_id in keep]
     tables = bench.aggregate(results)
     if whole_run and len(results) == len(stored):
         remember(store, run_id, version, bench, tables)

@@ -1,0 +1,20 @@
+"""`lvu build ...`: make benchmarks the way the papers made theirs (docs/build.md).
+
+    lvu build filter BENCH-OR-FILE --rule neptune-qad -m MODEL -o OUT   the blind filters
+    lvu build neptune VIDEOS_DIR -o OUT --llm MODEL                      Neptune's QAD pipeline
+    lvu build status OUT / lvu build show OUT VIDEO                      a build's progress, one video
+
+Each command lives in its own module (build_filter_cli.py, build_neptune_cli.py) and is
+registered here; like every command module this one imports only typer and rich at module level.
+"""
+
+from __future__ import annotations
+
+import typer
+
+build_app = typer.Typer(help="Build benchmarks: blind filters, Neptune's QAD pipeline, needle insertion.",
+                        no_args_is_help=True)
+
+# Commands register below, one line each: build_app.command("NAME")(function).
+from lvu.build_filter_cli import filter_command as _filter_command  # noqa: E402  (typer + rich only)
+build_app.command("filter")(_filter_command)
