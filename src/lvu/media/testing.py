@@ -9,6 +9,7 @@ Encoded with PyAV's bundled libx264 (no system FFmpeg needed).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -206,6 +207,7 @@ def make_video_with_audio(
     fps: float = 10,
     size: tuple[int, int] = (64, 48),
     container: str = "mp4",
+    draw: Callable[[int], np.ndarray] | None = None,
 ) -> Path:
     """A barcode video (see `draw_frame`) with a mono AAC audio track; returns the path.
 
@@ -213,7 +215,8 @@ def make_video_with_audio(
     video frame (a timestamp offset, not leading silence). Or `audio` is a list of (start seconds,
     samples) clips: each clip's timestamps start there, leaving gaps with no audio packets at all.
     `seconds`: video length, by default long enough to cover the audio. The path's suffix is
-    replaced by `container`.
+    replaced by `container`. `draw(i)` gives frame i's RGB picture instead of the barcode; an
+    empty clip list writes no audio track (then `seconds` is needed).
     """
     path = Path(path).with_suffix("." + container)
     fmt = {"mkv": "matroska", "ts": "mpegts"}.get(container, container)
@@ -227,10 +230,12 @@ def make_video_with_audio(
         vs.width, vs.height = size
         vs.pix_fmt = "yuv420p"
         vs.options = {"preset": "ultrafast"}
-        aus = out.add_stream("aac", rate=sample_rate, layout="mono")
-        aus.codec_context.time_base = Fraction(1, sample_rate)
+        aus = out.add_stream("aac", rate=sample_rate, layout="mono") if clips else None
+        if aus is not None:
+            aus.codec_context.time_base = Fraction(1, sample_rate)
         for i in range(max(1, round(seconds * float(rate)))):
-            frame = av.VideoFrame.from_ndarray(draw_frame(i, size), format="rgb24")
+            picture = draw(i) if draw is not None else draw_frame(i, size)
+            frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
             frame.pts = i
             out.mux(vs.encode(frame))
         out.mux(vs.encode(None))
@@ -245,7 +250,8 @@ def make_video_with_audio(
                 frame.pts = first + k
                 frame.time_base = Fraction(1, sample_rate)
                 out.mux(aus.encode(frame))
-        out.mux(aus.encode(None))
+        if aus is not None:
+            out.mux(aus.encode(None))
     return path
 
 
