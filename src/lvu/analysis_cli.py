@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run).")]
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
-ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters")
+ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters",
+            "blind")
 
 
 WIDE = 10
@@ -148,7 +149,8 @@ def analyse(
     """Run one of the papers' analyses on stored runs and print its table (docs/analysis.md).
 
     frames-curve, single-frame-bias and modality compare runs: pass them, or pass one and the
-    stored runs that form its sweep / ablation are found."""
+    stored runs that form its sweep / ablation are found. blind takes any number of blind-probe runs
+    (`-m blind` / `-m blind-asr`): the share answered correctly without the video, per label."""
     from lvu.analysis import analyses, sweeps
     from lvu.analysis.plots import plot_analysis, save
     from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
@@ -156,7 +158,11 @@ def analyse(
     if name not in ANALYSES:
         raise LvuError(f"unknown analysis {name!r} — use one of {', '.join(ANALYSES)}")
     data, store = _load(runs, results_dir)
-    if name in sweeps.MULTI_RUN:
+    if name == "blind":  # any number of blind-probe runs, one column each
+        from lvu.analysis.blind import blind_runs
+
+        result = blind_runs(data, n_boot=bootstrap, seed=seed)
+    elif name in sweeps.MULTI_RUN:
         if len(data) < 2:  # the stored group of the given run (no RUN: the most recently run group)
             everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]  # type: ignore[attr-defined]
             finder = modality_groups if name == "modality" else frame_sweeps

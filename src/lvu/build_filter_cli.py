@@ -1,0 +1,151 @@
+"""`lvu build filter`: the papers' blind filters over a benchmark or a JSONL file (docs/build.md,
+"Blind filters"). Thin: the rules are lvu.build.blind, the resumable job lvu.build.filtering, the
+files lvu.build.filter_files and the summary lvu.analysis.blind."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from lvu.cli_common import KV_HELP, ResultsDir, check_limit, console, err_console, parse_kv
+from lvu.errors import LvuError
+
+if TYPE_CHECKING:
+    from lvu.benchmarks.base import Benchmark
+    from lvu.build.filtering import FilterOutcome, FilterSettings
+    from lvu.models.base import Model
+
+_POSITIONAL = re.compile(r"^(\d+)\.(.+)$")
+
+
+def split_model_args(models: list[str], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each model's arguments: `KEY=VALUE` goes to every model, `N.KEY=VALUE` to the N-th only."""
+    out: list[dict[str, Any]] = [{} for _ in models]
+    shared = {k: v for k, v in args.items() if not _POSITIONAL.match(k)}
+    for k, v in args.items():
+        if m := _POSITIONAL.match(k):
+            n = int(m.group(1))
+            if not 1 <= n <= len(models):
+                raise LvuError(f"--model-arg {k}={v}: there is no model {n} (-m given {len(models)} time(s)) — "
+                               "N.KEY=VALUE sets KEY for the N-th -m only")
+            out[n - 1][m.group(2)] = v
+    return [{**shared, **own} for own in out]
+
+
+def source_benchmark(source: str, settings: dict[str, Any]) -> Benchmark:
+    """The benchmark to filter: a registered name (with --data...), or a JSONL file of samples."""
+    from lvu.runs.grading import make_benchmark
+
+    if source.endswith(".jsonl") or Path(source).is_file():
+        if settings.get("data"):
+            raise LvuError(f"{source} is a sample file: pass it alone, without --data")
+        return make_benchmark("jsonl", {**settings, "data": source})
+    return make_benchmark(source, settings)
+
+
+async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
+                  **kwargs: Any) -> FilterOutcome:
+    from lvu.build.filtering import filter_samples
+    from lvu.models.probes import build_model
+
+    models: list[Model] = []
+    try:
+        for name, a in zip(names, args):
+            models.append(build_model(name, a))
+        return await filter_samples(bench, models, settings, **kwargs)
+    finally:
+        for m in models:
+            await m.close()
+
+
+def filter_command(
+    source: Annotated[str, typer.Argument(help="A benchmark name (`lvu list`; its files via --data) or an lvu JSONL file.")],
+    rule: Annotated[str, typer.Option("--rule", "-r", help="neptune-qad | lvbench | text-only (docs/build.md).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: kept.jsonl, removed.jsonl, decisions.jsonl, summary.json.")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model backend (`lvu list`); repeat for several.")] = [],
+    model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help=f"Model argument for every model, {KV_HELP}; N.KEY=VALUE for the N-th -m only.")] = [],
+    seeds: Annotated[int, typer.Option(help="neptune-qad: rankings per question, options re-shuffled per seed.")] = 3,
+    threshold: Annotated[int, typer.Option(help="neptune-qad: removed when the answer is ranked first in at least this many seeds.")] = 2,
+    seed_base: Annotated[int, typer.Option(help="neptune-qad: first seed (seeds SEED_BASE..SEED_BASE+SEEDS-1).")] = 0,
+    asr: Annotated[bool, typer.Option("--asr", help="Give the transcript too: the sample's subtitles, else Whisper ASR (Neptune's ASR filter).")] = False,
+    data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
+    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
+    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable).")] = [],
+    limit: Annotated[Optional[int], typer.Option(help="Only the first K samples.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Questions in flight at once.")] = 8,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Decide every question again (nothing from the ledger or a response cache).")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the removed-% chart (PNG, SVG or PDF by suffix).")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")] = 1000,
+    results_dir: ResultsDir = None,
+) -> None:
+    """Remove the questions a model answers without the video — the papers' blind filters.
+
+    Rules: neptune-qad (rank the options, 3 shuffled seeds, removed when right in >= 2; --asr adds
+    the transcript), lvbench (removed iff all models give the same correct answer), text-only
+    (removed when any model is right). Decisions are committed as they come: the same command
+    resumes after a crash. Example:
+
+        lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
+    """
+    import asyncio
+    import json
+
+    from lvu.analysis.blind import filter_summary
+    from lvu.analysis_cli import print_summary, print_table
+    from lvu.build.filter_files import write_outputs
+    from lvu.build.filtering import FilterSettings
+
+    check_limit(limit)
+    if concurrency < 1:
+        raise LvuError(f"--concurrency {concurrency} is not a positive number of questions — e.g. --concurrency 8")
+    settings = FilterSettings(rule=rule, seeds=seeds, threshold=threshold, seed_base=seed_base, asr=asr)
+    settings.check(len(model))
+    bench_settings = {**({"data": str(data)} if data else {}), **({"video_dir": str(video_dir)} if video_dir else {}),
+                      **parse_kv(setting, "--set")}
+    bench = source_benchmark(source, bench_settings)
+    samples, bad = bench.loaded()
+    if limit is not None:
+        samples = samples[:limit]
+    args = split_model_args(model, parse_kv(model_arg, "--model-arg"))
+    outcome = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
+                                  concurrency=concurrency, fresh=fresh))
+    for note in outcome.notes:
+        err_console.print(f"error: {note}", markup=False, highlight=False)
+    if outcome.interrupted or outcome.notes:
+        err_console.print(f"{len(outcome.checked)} decisions are in the ledger ({outcome.results_dir}); run the same "
+                          "command again to resume — no file written", markup=False, highlight=False)
+        raise typer.Exit(130 if outcome.interrupted else 1)
+    paths = write_outputs(outcome, out)
+    analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.checked else None
+    summary = {"rule": rule, "models": model, "seeds": seeds, "threshold": threshold, "asr": asr,
+               "checked": len(outcome.checked), "removed": len(outcome.removed), "kept": len(outcome.kept),
+               "skipped": len(outcome.skipped), "failed": len(outcome.failed), "bad_records": len(outcome.bad),
+               "calls": outcome.calls, "reused": outcome.n_reused, "job": outcome.job_id,
+               "groups": {} if analysis is None else {
+                   g: {"n": e.n, "removed_pct": e.value, "low": e.low, "high": e.high}
+                   for g, e in zip(analysis.x, analysis.series["removed %"]) if e is not None}}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    if analysis is not None:
+        print_table(analysis.table())
+        print_summary(analysis.summary)
+        if plot:
+            from lvu.analysis.plots import plot_analysis, save
+
+            plot.parent.mkdir(parents=True, exist_ok=True)
+            save(plot_analysis(analysis), plot)
+            console.print(f"plot: {plot}", markup=False, highlight=False)
+    else:
+        console.print(f"no question to check: {len(outcome.skipped)} skipped (not multiple choice with an answer)",
+                      markup=False, highlight=False)
+    console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({len(outcome.removed)} "
+                  f"removed), {paths['decisions']}, {out / 'summary.json'}", markup=False, highlight=False)
+    console.print(f"job {outcome.job_id} in {outcome.results_dir}: {outcome.calls} model calls, {outcome.n_reused} "
+                  f"decisions from the ledger, {outcome.wall:.2f} s", markup=False, highlight=False)
+    if outcome.failed:
+        err_console.print(f"{len(outcome.failed)} question(s) undecided (model errors; in neither file) — run the "
+                          f"same command again to retry them; first: {outcome.failed[0][0].id}: {outcome.failed[0][1]}",
+                          markup=False, highlight=False)
+        raise typer.Exit(1)
