@@ -3,6 +3,8 @@
     lvu build filter BENCH-OR-FILE --rule neptune-qad -m MODEL -o OUT   the blind filters
     lvu build neptune VIDEOS_DIR -o OUT --llm MODEL                      Neptune's QAD pipeline
     lvu build status OUT / lvu build show OUT VIDEO                      a build's progress, one video
+    lvu build needle -b BG -n NEEDLES --task nqa|order|count -o OUT      needles into your videos
+    lvu build ladder SOURCES --lengths 180,360,600 -o OUT                MLVU's Time-ladder cuts
 
 Each command lives in its own module (build_filter_cli.py, build_neptune_cli.py) and is
 registered here; like every command module this one imports only typer and rich at module level.
@@ -18,3 +20,10 @@ build_app = typer.Typer(help="Build benchmarks: blind filters, Neptune's QAD pip
 # Commands register below, one line each: build_app.command("NAME")(function).
 from lvu.build_filter_cli import filter_command as _filter_command  # noqa: E402  (typer + rich only)
 build_app.command("filter")(_filter_command)
+from lvu.build_neptune_cli import neptune_command, show_command, status_command  # noqa: E402  (typer + rich only)
+build_app.command("neptune")(neptune_command)
+build_app.command("status")(status_command)
+build_app.command("show")(show_command)
+from lvu.build_needle_cli import ladder_command, needle_command  # noqa: E402  (typer + rich only)
+build_app.command("needle")(needle_command)
+build_app.command("ladder")(ladder_command)

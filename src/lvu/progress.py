@@ -178,6 +178,13 @@ class _FailedColumn(ProgressColumn):
         return Text(f"failed {failed}", style="red" if failed else "dim")
 
 
+def stage_columns(width: int = 7) -> tuple[ProgressColumn, ...]:
+    """The columns of one stage row (name, bar, done/total, failed, recent rate, elapsed, ETA) for a
+    LoggedProgress whose tasks carry a `failed` field (PipelineProgress's rows; lvu build's stages)."""
+    return (TextColumn(f"  {{task.description:<{width}}}"), BarColumn(), MofNCompleteColumn(), _FailedColumn(),
+            _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+
+
 def progress_interval() -> tuple[float, str | None]:
     """Seconds between plain lines from LVU_PROGRESS_INTERVAL (0: final lines only), and a warning
     when the variable is not a number."""
@@ -356,9 +363,7 @@ class PipelineProgress:
         self.started: float | None = None
         self.stopped: float | None = None
         self.display = LoggedProgress(
-            TextColumn("  {task.description:<7}"), BarColumn(), MofNCompleteColumn(), _FailedColumn(),
-            _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            title=title, disable=not enabled, console=console,
+            *stage_columns(), title=title, disable=not enabled, console=console,
         )
         self.tasks = {name: self.display.add_task(name, total=total, failed=0, start=False) for name in STAGES}
 

@@ -1,14 +1,16 @@
-"""Construction: the half of lvu that makes benchmarks (nothing lives here yet).
+"""Construction: the half of lvu that makes benchmarks.
 
 What lands here (design: /work/shared/DESIGN.md, "The build half"; layers: docs/architecture.md):
 
-- the pipeline mechanism: a stage is one small registered class (its inputs, its outputs, the model
-  it calls through lvu's backends, its prompt constant); each stage output is committed as it
-  completes to a build store (SQLite, like the run store) with its prompt, model identity, raw
-  reply and parsed result, keyed by prompt and model, so a change recomputes that stage and its
-  successors only and kill -9 loses nothing;
-- stages: shot and ASR signals, frame captions, dense segment captions, question + answer
-  generation, decoys (Neptune's pipeline);
+- the pipeline mechanism (pipeline.py, runner.py): a stage is one small registered class (its
+  inputs, its outputs, the model it calls through lvu's backends, its prompt constant); each unit
+  of a stage is committed as it completes to the build store (the keyed ledger in the build
+  folder) with its prompts, model, raw replies and parsed result, keyed by prompt, model and the
+  content it reads, so a change recomputes that stage and its successors only and kill -9 loses
+  nothing;
+- Neptune's pipeline (neptune.py, neptune_signal_stages.py, neptune_export.py): selection,
+  signals, frame captions, dense segment captions, questions + answers, decoys, the QAD filter,
+  the release-schema and JSONL export (`lvu build neptune`);
 - filters: the blind filter (drop questions a model answers without the video, run as an ordinary
   probe run through lvu.runs) and the other quality filters;
 - needles: inserting needles into videos for needle-in-a-haystack benchmarks (the construction

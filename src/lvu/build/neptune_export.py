@@ -1,0 +1,139 @@
+"""What a Neptune build writes: a benchmark `lvu run` reads at once, in two forms.
+
+- `neptune_full.json`: Neptune's released schema (the repo README: key, video_id, question,
+  answer, answer_choice_0..4, answer_id, "question type"), so `lvu run -b neptune --data OUT`
+  runs it; each record also keeps what raters need: all six decoys (`decoys_6`, the first four in
+  the MCQ until raters choose: `mcq_decoys`), the open-set capability label, the QAD filter's
+  votes, the video's file name (`video_path`) and its segment count.
+- `benchmark.jsonl`: the same questions as lvu JSONL (docs/jsonl-format.md), for `-b jsonl` and
+  rater review (`lvu review`: `extra` holds decoys_6, reference and the video's dense_captions,
+  the fields lvu.build.review_labels names).
+- `removed.json`: the QADs the blind filter removed, with its votes (never in the benchmark).
+- `videos/`: links to the source videos (the release layout); `asr/<video_id>.srt`: the transcript
+  (empty without speech), what `-b neptune-asr --data OUT` and the JSONL's subtitles read.
+
+Only questions whose decoys and filter verdict exist are written; the others are counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from lvu.build.pipeline import Video
+from lvu.types import Sample, Subtitle, SubtitleRef, VideoRef
+
+QUESTION_TYPES: tuple[tuple[str, str], ...] = (
+    (r"order|timeline|sequen|temporal|chronolog", "Temporal Ordering"),
+    (r"summar|compress|important segment|overall", "Summarization"),
+    (r"narrative|mood", "Visual Narrative"),
+    (r"cause|effect|why", "Cause And Effect"),
+    (r"state", "State Changes"),
+    (r"compar", "Comparison"),
+    (r"count|how many", "Counting"),
+    (r"identif|recogni|visual", "Identification"),
+    (r"predict", "Predictive"),
+    (r"intent|message|creator", "Creator Intent"),
+    (r"goal|purpose", "Goal Reasoning"),
+)
+"""The open-set capability label the QA prompt asks for -> the released type names (paper Fig. 3),
+first match wins, else "Other". The paper grouped them by hand; these rules are ours."""
+
+
+def question_type(capability: str) -> str:
+    text = capability.lower()
+    return next((name for pattern, name in QUESTION_TYPES if re.search(pattern, text)), "Other")
+
+
+def mcq_options(key: str, answer: str, decoys: list[str]) -> tuple[list[str], int]:
+    """The five MCQ options (the answer and the first four decoys until raters choose), shuffled by
+    a seed from the question's key, and the answer's index: the same on every run and machine."""
+    order = list(range(5))
+    random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")).shuffle(order)
+    options = [([answer] + decoys[:4])[i] for i in order]
+    return options, order.index(0)
+
+
+def question_key(video: str, n: int) -> str:
+    return f"{video}/{n}"
+
+
+def _link(source: str, target: Path) -> None:
+    """A link to the source video in the release layout (a copy where links are not possible)."""
+    if target.is_symlink() or target.exists():
+        if target.is_symlink() and os.readlink(target) == source:
+            return
+        target.unlink()
+    try:
+        target.symlink_to(source)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
+    """Write the files (module docstring) from a BuildState; counts for the closing lines."""
+    from lvu.benchmarks.jsonl import write_samples
+    from lvu.media.asr import write_srt
+
+    out = out.resolve()  # absolute media paths: write_samples stores those inside `out` relative to it
+    outputs = state.outputs
+    kept, removed, samples, incomplete = [], [], [], 0
+    (out / "videos").mkdir(parents=True, exist_ok=True)
+    for video in videos:
+        questions = outputs.get("questions", {}).get(video.id)
+        if not questions:
+            continue
+        decoys = outputs.get("decoys", {}).get(video.id, {})
+        verdicts = outputs.get("qad_filter", {}).get(video.id, {})
+        file_name = Path(video.path).name
+        cues = (outputs.get("speech", {}).get(video.id) or {}).get("cues") or []
+        dense = [{"start": seg["start"], "end": seg["end"], "text": seg["caption"]}
+                 for seg in outputs.get("segments", {}).get(video.id) or []]
+        wrote_video = False
+        for q in questions:
+            unit = f"q{q['n']}"
+            if unit not in decoys or unit not in verdicts:
+                incomplete += 1
+                continue
+            key = question_key(video.id, q["n"])
+            options, answer_id = mcq_options(key, q["answer"], decoys[unit])
+            verdict = verdicts[unit]
+            record = {"key": key, "video_id": video.id, "question": q["question"], "answer": q["answer"],
+                      **{f"answer_choice_{i}": o for i, o in enumerate(options)}, "answer_id": answer_id,
+                      "question type": question_type(q["capability"]), "capability": q["capability"],
+                      "decoys_6": decoys[unit], "mcq_decoys": [0, 1, 2, 3], "video_path": file_name,
+                      "qad_filter": {k: verdict[k] for k in ("correct_votes", "seeds", "threshold", "unparsable")}}
+            if verdict["removed"]:
+                removed.append({**record, "qad_filter": verdict})
+                continue
+            kept.append(record)
+            wrote_video = True
+            samples.append(Sample(
+                id=key, benchmark="benchmark", video=VideoRef(path=str(out / "videos" / file_name)),
+                question=q["question"], options=options, answer=answer_id,
+                subtitles=SubtitleRef(path=str(out / "asr" / f"{video.id}.srt")),
+                labels={"question_type": record["question type"]},
+                extra={"video_id": video.id, "reference": q["answer"], "capability": q["capability"],
+                       "decoys_6": decoys[unit], "qad_filter": record["qad_filter"], "dense_captions": dense}))
+        if wrote_video:
+            _link(video.path, out / "videos" / file_name)
+            (out / "asr").mkdir(exist_ok=True)  # empty when the video has no speech: that is its transcript
+            write_srt([Subtitle(start=s, end=e, text=t) for s, e, t in cues], out / "asr" / f"{video.id}.srt")
+    _write_json(out / "neptune_full.json", kept)
+    _write_json(out / "removed.json", removed)
+    write_samples(out / "benchmark.jsonl", samples)
+    return {"questions": len(kept), "removed by the QAD filter": len(removed), "incomplete": incomplete,
+            "videos": len({r["video_id"] for r in kept}), "neptune_full.json": str(out / "neptune_full.json"),
+            "benchmark.jsonl": str(out / "benchmark.jsonl")}

@@ -1,0 +1,245 @@
+"""Neptune's pipeline, stages i and ii (paper §4.1, App. C.1-C.2.1): which videos to keep and the
+signals the captioning reads — shots, speech, title/description, frame captions (the paper's prompt
+through a VLM, or on-screen text with --captioner ocr). Also the Neptune stages' shared base and
+options (DEFAULTS); stages iii-iv and the pipeline are lvu.build.neptune.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from lvu.build import neptune_parse as parse
+from lvu.build import neptune_prompts as prompts
+from lvu.build.pipeline import Stage, Unit, Video, register_stage
+from lvu.types import Frame
+
+DEFAULTS: dict[str, Any] = {
+    "min_seconds": 16.0, "max_seconds": 900.0,  # the paper's 16 s .. 15 min
+    "static_threshold": None, "min_face_height": 0.20, "max_talking_fraction": 0.30,
+    "shot_threshold": None,
+    "asr": "auto",  # auto: the video's subtitle file, else Whisper; subtitles: files only; none
+    "captioner": "vlm",  # vlm: the paper's caption prompt per frame; ocr: on-screen text as the caption
+    "fps": 1.0,
+    "questions": 5,  # {target_number}: unspecified; the paper generated 11,030 for 2,405 kept videos (~4.6)
+    "decoys": prompts.DECOY_NUMBER,
+    "min_decoys": 4,
+    "scenes_per_part": 40,  # the clustering prompt sees "a part of the video script"
+    "clustering_max_chars": prompts.CLUSTERING_MAX_CHARS,
+    "segment_max_chars": prompts.SEGMENT_MAX_CHARS,
+    "filter_seeds": 3, "filter_threshold": 2,
+}
+ASR_MODES = ("auto", "subtitles", "none")
+CAPTIONERS = ("vlm", "ocr")
+
+
+def _digest(path: Path | None) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path is not None and path.is_file() else None
+
+
+def _kept(inputs: dict[str, Any]) -> bool:
+    return bool(inputs["selection"]["keep"])
+
+
+def timed_speech(speech: dict[str, Any], start: float | None = None, end: float | None = None) -> list[list]:
+    """The transcript's (start, end, text) cues, those whose midpoint is in [start, end) when given
+    (the first part of a video starts at -inf and the last ends at +inf, so every cue is in one)."""
+    cues = speech.get("cues") or []
+    if start is None:
+        return cues
+    return [c for c in cues if start <= (c[0] + c[1]) / 2 < end]
+
+
+class NeptuneStage(Stage):
+    """Replies are read by neptune_parse; a malformed one is retried with its retry_prompt."""
+
+    parse_errors = (parse.ReplyParseError,)
+
+    def retry_prompt(self, prompt: str, reply: str, error: BaseException) -> str:
+        return parse.retry_prompt(prompt, reply, error if isinstance(error, parse.ReplyParseError) else str(error))
+
+    def opt(self, name: str) -> Any:
+        value = self.options.get(name)
+        return DEFAULTS[name] if value is None else value
+
+
+# ---- i. selection and ii. signals (no model) -------------------------------------------------------
+
+
+@register_stage("neptune.select")
+class Select(NeptuneStage):
+    """Duration range, static-video removal, talking-head removal, in that order (a video is
+    dropped at the first filter that rejects it; each decision and its evidence is recorded)."""
+
+    output = "selection"
+    max_concurrency = 2
+
+    def settings(self) -> Any:
+        return {k: self.opt(k) for k in ("min_seconds", "max_seconds", "static_threshold", "min_face_height",
+                                         "max_talking_fraction", "fps")}
+
+    async def run(self, unit: Unit, ctx) -> dict[str, Any]:
+        return await asyncio.to_thread(self._select, ctx.video.path)
+
+    def _select(self, path: str) -> dict[str, Any]:
+        from lvu.build import selection
+        from lvu.build.signals import probe_video
+
+        duration = probe_video(path).duration
+        results = [selection.duration_filter(duration, self.opt("min_seconds"), self.opt("max_seconds"))]
+        if results[-1].keep:
+            extra = {} if self.opt("static_threshold") is None else {"threshold": self.opt("static_threshold")}
+            results.append(selection.static_filter(path, self.opt("fps"), **extra))
+        if results[-1].keep:
+            results.append(selection.talking_head_filter(path, self.opt("fps"), self.opt("min_face_height"),
+                                                         self.opt("max_talking_fraction")))
+        decision = "kept" if results[-1].keep else f"dropped by the {results[-1].name} filter: {results[-1].reason}"
+        return {"decision": decision, "keep": results[-1].keep, "duration": round(duration, 3),
+                "filters": [r.to_dict() for r in results]}
+
+    def collect(self, video: Video, results: dict[str, Any]) -> Any:
+        return results["video"]
+
+
+class PerKeptVideo(NeptuneStage):
+    inputs = ("selection",)
+
+    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
+        if not _kept(inputs):
+            return None
+        return [Unit(video.id, "video", {"video": video.fingerprint, **self.payload(video)})]
+
+    def payload(self, video: Video) -> dict[str, Any]:
+        return {}
+
+    def collect(self, video: Video, results: dict[str, Any]) -> Any:
+        return results["video"]
+
+
+@register_stage("neptune.shots")
+class Shots(PerKeptVideo):
+    """Shot boundaries (PySceneDetect's ContentDetector): [[start, end], ...] covering the video."""
+
+    output = "shots"
+    max_concurrency = 2
+
+    def settings(self) -> Any:
+        return {"threshold": self.opt("shot_threshold")}
+
+    async def run(self, unit: Unit, ctx) -> list[list[float]]:
+        from lvu.build.signals import detect_shots
+
+        extra = {} if self.opt("shot_threshold") is None else {"threshold": self.opt("shot_threshold")}
+        shots = await asyncio.to_thread(detect_shots, ctx.video.path, **extra)
+        return [[s.start, s.end] for s in shots]
+
+
+@register_stage("neptune.speech")
+class Speech(PerKeptVideo):
+    """The transcript: the subtitle file beside the video, else Whisper (asr=auto); cues [[s, e, text]]."""
+
+    output = "speech"
+    max_concurrency = 1
+
+    def settings(self) -> Any:
+        return {"asr": self.opt("asr")}
+
+    def payload(self, video: Video) -> dict[str, Any]:
+        from lvu.build.signals import find_subtitles
+
+        return {"subtitles": _digest(find_subtitles(video.path))}
+
+    async def run(self, unit: Unit, ctx) -> dict[str, Any]:
+        from lvu.build.signals import find_subtitles, transcribe
+
+        path, mode = ctx.video.path, self.opt("asr")
+        if mode == "none" or (mode == "subtitles" and find_subtitles(path) is None):
+            return {"source": "none", "origin": None, "cues": []}
+        t = await asyncio.to_thread(transcribe, path)
+        return {"source": t.source, "origin": t.origin, "cues": [[c.start, c.end, c.text] for c in t.cues]}
+
+
+@register_stage("neptune.sidecar")
+class Sidecar(PerKeptVideo):
+    """Title and description from `<stem>.json` / `<stem>.info.json` beside the video (may be empty)."""
+
+    output = "metadata"
+
+    def payload(self, video: Video) -> dict[str, Any]:
+        path = Path(video.path)
+        return {"sidecar": [_digest(path.with_suffix(s)) for s in (".json", ".info.json")]}
+
+    async def run(self, unit: Unit, ctx) -> dict[str, str]:
+        from lvu.build.signals import read_sidecar
+
+        found = read_sidecar(ctx.video.path)
+        return {"title": found.title, "description": found.description} if found else {"title": "", "description": ""}
+
+
+@register_stage("neptune.frame-captions")
+class FrameCaptions(NeptuneStage):
+    """One caption per frame at 1 fps: the paper's captioning prompt with the frame, through --vlm."""
+
+    output = "frame_captions"
+    inputs = ("selection",)
+    role = "vlm"
+    unit = "frame"
+    prompt = prompts.FRAME_CAPTION_PROMPT
+    partial = True
+    max_tokens = 512
+
+    def settings(self) -> Any:
+        return {"fps": self.opt("fps")}
+
+    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
+        from lvu.build.signals import probe_video
+        from lvu.media.sampling import Fps
+
+        if not _kept(inputs):
+            return None
+        info = probe_video(video.path)
+        times = Fps(fps=self.opt("fps")).timestamps(info.duration, info.fps)
+        return [Unit(video.id, f"t{t:09.3f}", {"video": video.fingerprint, "t": round(t, 3)}) for t in times]
+
+    async def run(self, unit: Unit, ctx) -> dict[str, Any]:
+        image = await asyncio.to_thread(_frame_at, ctx.video.path, unit.payload["t"])
+        caption = await ctx.ask(prompts.format_frame_caption_prompt(), parse.parse_frame_caption,
+                                frames=[Frame(image=image, timestamp=unit.payload["t"])])
+        return {"t": unit.payload["t"], "caption": caption}
+
+    def collect(self, video: Video, results: dict[str, Any]) -> Any:
+        return sorted(results.values(), key=lambda c: c["t"])
+
+
+def _frame_at(path: str, t: float) -> Any:
+    from lvu.build.signals import CAPTION_LONG_SIDE
+    from lvu.media.av_io import Resize
+    from lvu.media.video import VideoReader
+
+    with VideoReader(path) as reader:
+        return reader.get_frames_played_at([t], resize=Resize(long=CAPTION_LONG_SIDE)).data[0]
+
+
+def ocr_caption(text: str) -> str:
+    """The text-only frame caption of `--captioner ocr`."""
+    text = " ".join(text.split())
+    return f'On-screen text: "{text}".' if text else "No on-screen text."
+
+
+@register_stage("neptune.frame-captions-ocr")
+class OcrFrameCaptions(PerKeptVideo):
+    """--captioner ocr: each 1 fps frame's on-screen text (RapidOCR) as its caption; no model."""
+
+    output = "frame_captions"
+    max_concurrency = 1
+
+    def settings(self) -> Any:
+        return {"fps": self.opt("fps"), "caption": ocr_caption("{}")}
+
+    async def run(self, unit: Unit, ctx) -> list[dict[str, Any]]:
+        from lvu.build.signals import ocr_frame_captions
+
+        found = await asyncio.to_thread(ocr_frame_captions, ctx.video.path, self.opt("fps"))
+        return [{"t": f.t, "caption": ocr_caption(f.text)} for f in found]

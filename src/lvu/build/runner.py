@@ -1,0 +1,399 @@
+"""Running a pipeline's stages over videos, resumably, and reading where a build stands.
+
+The build store is lvu's keyed ledger (lvu.runs.ledger.JobLedger) in the build's folder
+(`OUT/lvu.sqlite`): one job per stage, one item per unit, keyed by `unit_key` (stage, prompt,
+version, settings, model identity, video, unit, payload). Each unit's outcome — its output, the
+exact prompts, raw replies, tokens and seconds of its calls, or its error — is committed the moment
+it is there, so kill -9 loses only the units in flight and a re-run skips every committed key.
+Failed units are asked again on the next run; the others never are.
+
+Stages run one after the other; within a stage, the units of every video run on the shared stage
+runner (lvu.runs.stage_runner.run_each) with `concurrency` in flight (capped by the stage's
+`max_concurrency`), one progress row per stage (done, failed, rate, ETA; plain lines in logs).
+`execute(..., models=None)` runs nothing: it replans from the store (what `lvu build status` and
+`lvu build show` print). OUT/build.json records what the build was run with (pipeline, options,
+the models' identities, the videos), so status and show need no model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lvu.build.pipeline import Outcome, RecordingModel, Stage, Unit, Video, check_pipeline, run_unit
+from lvu.errors import LvuError
+from lvu.progress import LoggedProgress, stage_columns
+from lvu.runs.ledger import Entry, JobLedger, item_key, job_id
+from lvu.runs.stage_runner import run_each
+
+JOB_KIND = "build"
+UNREACHABLE_STOP = 8
+"""Units in a row whose model call never reached the endpoint (after its retries) that stop the
+build with one line instead of failing every unit left."""
+CONFIG_FILE = "build.json"
+STATES = ("done", "failed", "pending", "blocked", "skipped")
+"""Per video and stage: all units done / some failed / some not run yet / an input is missing
+(failed or pending upstream) / out of the pipeline (a filter dropped it upstream)."""
+
+
+def unit_key(stage: Stage, unit: Unit, model_key: dict[str, Any] | None) -> str:
+    """Everything a unit's outcome depends on."""
+    return item_key(JOB_KIND, stage.name, stage.version, stage.prompt, stage.settings(), model_key,
+                    unit.video, unit.id, unit.payload)
+
+
+def model_key(model: Any) -> dict[str, Any]:
+    """What a unit's key holds of its model: the name and the arguments that can change answers,
+    as a run's spec does (lvu.runs.engine.resolve_spec) — more retries or another SDK version
+    recompute nothing; another model, endpoint or temperature recomputes what it answered."""
+    neutral = set(getattr(type(model), "run_neutral_args", ()))
+    return {"model": model.name, "args": {k: v for k, v in model.args.items() if k not in neutral}}
+
+
+class BuildStore:
+    """The ledger in OUT plus OUT/build.json."""
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self.ledger = JobLedger(self.out)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def job(self, pipeline: str, stage: str, *, create: bool) -> str:
+        spec = {"pipeline": pipeline, "stage": stage}
+        return self.ledger.open_job(JOB_KIND, spec, "") if create else job_id(JOB_KIND, spec, "")
+
+    def entries(self, job: str) -> dict[str, Entry]:
+        return {e.key: e for e in self.ledger.entries(job)}
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        path = self.out / CONFIG_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config, indent=1, default=str) + "\n")
+        os.replace(tmp, path)
+
+    def read_config(self) -> dict[str, Any]:
+        return read_config(self.out)
+
+
+def read_config(out: str | Path) -> dict[str, Any]:
+    path = Path(out) / CONFIG_FILE
+    if not path.is_file():
+        raise LvuError(f"{out}: not a build folder (no {CONFIG_FILE}) — pass the -o folder of an `lvu build` command")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise LvuError(f"{path}: unreadable ({e}) — re-run the build command to rewrite it") from None
+
+
+@dataclass
+class StageStatus:
+    """Where one stage stands (units across all videos; videos by state)."""
+
+    name: str
+    role: str
+    unit: str
+    units: int = 0
+    done: int = 0
+    failed: int = 0
+    pending: int = 0
+    ran: int = 0
+    """Units run by this invocation."""
+    calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    """Wall time of its stored units (sum over units, not elapsed time)."""
+    videos: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
+
+
+@dataclass
+class UnitView:
+    """One unit of one video as stored (for `lvu build show`)."""
+
+    unit: Unit
+    key: str
+    entry: Entry | None
+
+
+@dataclass
+class BuildState:
+    stages: list[StageStatus]
+    outputs: dict[str, dict[str, Any]]
+    """Output name -> video id -> that stage's output for the video (done videos only)."""
+    states: dict[str, dict[str, str]]
+    """Stage name -> video id -> state (STATES)."""
+    notes: dict[str, dict[str, str]]
+    """Stage name -> video id -> why it is failed/blocked/skipped."""
+    units: dict[str, dict[str, list[UnitView]]]
+    """Stage name -> video id -> its units (with their stored entries)."""
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return not self.interrupted and all(s.pending == 0 for s in self.stages)
+
+
+def tokens_of(calls: list[dict[str, Any]]) -> int:
+    """Tokens of stored calls (total, else prompt + completion; 0 where the backend reports none)."""
+    total = 0
+    for call in calls:
+        t = call.get("tokens") or {}
+        total += int(t.get("total_tokens") or (t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)))
+    return total
+
+
+def _upstream_state(stage: Stage, video: str, outputs: dict[str, dict[str, Any]],
+                    by_output: dict[str, dict[str, str]]) -> str | None:
+    """skipped / blocked when an input of `video` is missing, else None."""
+    missing = [n for n in stage.inputs if video not in outputs.get(n, {})]
+    if not missing:
+        return None
+    return "skipped" if any(by_output.get(n, {}).get(video) == "skipped" for n in missing) else "blocked"
+
+
+async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video], store: BuildStore, *,
+                  identities: dict[str, dict[str, Any]], models: dict[str, Any] | None = None,
+                  concurrency: int = 4, show_progress: bool = True, stop: asyncio.Event | None = None,
+                  note: Callable[[str], None] | None = None) -> BuildState:
+    """Run the units not yet committed (`models`: role -> Model), or only replan (`models=None`).
+    `identities`: role -> model_key of the model (stored with the build, so status needs no model)."""
+    check_pipeline(stages)
+    stop = stop or asyncio.Event()
+    recording = {role: RecordingModel(m) for role, m in (models or {}).items()}
+    state = BuildState([], {}, {}, {}, {})
+    by_id = {v.id: v for v in videos}
+    by_output: dict[str, dict[str, str]] = {}
+    progress = LoggedProgress(*stage_columns(max(len(s.name) for s in stages)), title=f"lvu build {pipeline}",
+                              disable=models is None or not show_progress)
+    say = note or progress.say
+    with progress:
+        for index, stage in enumerate(stages):
+            run = models is not None and not stop.is_set()
+            status = StageStatus(stage.name, stage.role, stage.unit)
+            state.stages.append(status)
+            role = stage.uses_model()
+            mkey = identities.get(role) if role else None
+            if run and role and role not in recording:
+                raise LvuError(f"stage {stage.name} calls the {role} model — pass --{role} MODEL")
+            job = store.job(pipeline, stage.name, create=run)
+            entries = store.entries(job)
+            vstates, notes, views = {}, {}, {}
+            planned: list[tuple[Unit, str, int]] = []
+            for vi, video in enumerate(videos):
+                if (upstream := _upstream_state(stage, video.id, state.outputs, by_output)) is not None:
+                    vstates[video.id] = upstream
+                    continue
+                inputs = {n: state.outputs[n][video.id] for n in stage.inputs}
+                try:
+                    units = stage.plan(video, inputs)
+                except Exception as e:  # an unreadable video: this video fails here, the others go on
+                    vstates[video.id], notes[video.id] = "failed", f"{type(e).__name__}: {e}".splitlines()[0]
+                    continue
+                if units is None:
+                    vstates[video.id] = "skipped"
+                    continue
+                views[video.id] = []
+                for ui, unit in enumerate(units):
+                    key = unit_key(stage, unit, mkey)
+                    planned.append((unit, key, vi * 100_000 + ui))
+                    views[video.id].append(UnitView(unit, key, None))
+            done_before = sum(1 for _, k, _ in planned if k in entries and entries[k].error is None)
+            todo = [p for p in planned if p[1] not in entries or entries[p[1]].error is not None]
+            if run and todo:
+                await _run_stage(stage, todo, by_id, entries, store, job, recording, mkey, concurrency, stop,
+                                 progress, done_before, len(planned), status, say)
+            elif run:
+                say(f"{stage.name}: {len(planned)} {stage.unit}(s), all done before")
+            for unit_views in views.values():
+                for view in unit_views:
+                    view.entry = entries.get(view.key)
+            _collect(stage, videos, views, vstates, notes, state)
+            _count(status, planned, entries, vstates)
+            state.states[stage.name], state.notes[stage.name], state.units[stage.name] = vstates, notes, views
+            by_output[stage.output_name()] = vstates
+            if run and stop.is_set() and index < len(stages) - 1:
+                say("stopped: the later stages wait for the next run (committed work is kept)")
+    state.interrupted = stop.is_set()
+    return state
+
+
+async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: dict[str, Video],
+                     entries: dict[str, Entry], store: BuildStore,
+                     job: str, recording: dict[str, RecordingModel], mkey: dict[str, Any] | None, concurrency: int,
+                     stop: asyncio.Event, progress: LoggedProgress, done_before: int, total: int,
+                     status: StageStatus, say: Callable[[str], None]) -> None:
+    task = progress.add_task(stage.name, total=total, completed=done_before, failed=0)
+    failed = unreachable = 0
+    if done_before:
+        say(f"{stage.name}: {done_before} of {total} {stage.unit}(s) done before, {len(todo)} to do")
+
+    async def work(item: tuple[Unit, str, int]) -> Outcome:
+        return await run_unit(stage, item[0], videos[item[0].video], recording)
+
+    def commit(item: tuple[Unit, str, int], outcome: Outcome) -> BaseException | None:
+        nonlocal failed, unreachable
+        unit, key, ordinal = item
+        record = outcome.record(stage, unit, mkey)
+        raw = next((c.reply for c in reversed(outcome.calls) if c.reply is not None), None)
+        store.ledger.commit(job, key, ordinal=ordinal, result=record, raw=raw, error=outcome.error,
+                            started=outcome.started)
+        # as a re-read would give it back (JSON: tuples become lists), without reading it back
+        entries[key] = Entry(key, ordinal, json.loads(json.dumps(record, default=str)), raw, outcome.error,
+                             outcome.started, time.time())
+        status.ran += 1
+        failed += outcome.error is not None
+        progress.update(task, advance=1, failed=failed)
+        lost = outcome.error is not None and bool(outcome.calls) and outcome.calls[-1].unreachable
+        unreachable = unreachable + 1 if lost else 0
+        if unreachable >= UNREACHABLE_STOP:  # the endpoint is gone: every unit would fail the same way
+            return LvuError(f"{stage.name}: {unreachable} units in a row could not reach the model "
+                            f"({outcome.error}) — check the endpoint, then run the same command to resume")
+        return None
+
+    limit = min(concurrency, stage.max_concurrency or concurrency)
+    await run_each(todo, work, commit, concurrency=max(1, limit), stop=stop, note=say, what=stage.unit,
+                   where=f"in {stage.name}")
+
+
+def _collect(stage: Stage, videos: Sequence[Video], views: dict[str, list[UnitView]], vstates: dict[str, str],
+             notes: dict[str, str], state: BuildState) -> None:
+    out = state.outputs.setdefault(stage.output_name(), {})
+    for video in videos:
+        if video.id not in views:
+            continue
+        unit_views = views[video.id]
+        failed = [v for v in unit_views if v.entry is not None and v.entry.error is not None]
+        if any(v.entry is None for v in unit_views):
+            vstates[video.id] = "pending"
+            continue
+        if failed:
+            vstates[video.id] = "failed"
+            notes[video.id] = f"{len(failed)} {stage.unit}(s) failed, e.g. {failed[0].unit.id}: {failed[0].entry.error}"
+            if not stage.partial:
+                continue
+        try:
+            out[video.id] = stage.collect(video, {v.unit.id: v.entry.result["output"] for v in unit_views
+                                                  if v.entry.error is None})
+            vstates[video.id] = "failed" if failed else "done"
+        except Exception as e:  # a result that does not fit: this video fails here, named
+            vstates[video.id], notes[video.id] = "failed", f"collect: {type(e).__name__}: {e}".splitlines()[0]
+
+
+def _count(status: StageStatus, planned: list[tuple[Unit, str, int]], entries: dict[str, Entry],
+           vstates: dict[str, str]) -> None:
+    status.units = len(planned)
+    for _, key, _ in planned:
+        entry = entries.get(key)
+        if entry is None:
+            status.pending += 1
+            continue
+        if entry.error is None:
+            status.done += 1
+        else:
+            status.failed += 1
+        calls = (entry.result or {}).get("calls") or []
+        status.calls += len(calls)
+        status.tokens += tokens_of(calls)
+        status.seconds += max(0.0, entry.finished - entry.started)
+    for s in vstates.values():
+        status.videos[s] += 1
+
+
+# ---- a whole build: videos in, models loaded, stages run, product exported -------------------------
+
+VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v")
+
+
+def find_videos(folder: str | Path, limit: int | None = None) -> list[Video]:
+    """The videos of a folder (not recursive), sorted by name; ids are file stems, unique."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise LvuError(f"{folder}: not a folder — pass the folder holding the videos")
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTS)
+    if not files:
+        raise LvuError(f"{folder}: no videos ({', '.join(VIDEO_EXTS)}) — pass the folder holding them")
+    seen: dict[str, Path] = {}
+    for path in files:
+        if path.stem in seen:
+            raise LvuError(f"{seen[path.stem].name} and {path.name}: two videos named {path.stem!r} — "
+                           "rename one (the file name is the video id)")
+        seen[path.stem] = path
+    return [Video(p.stem, str(p.resolve())) for p in files[:limit]]
+
+
+def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """role -> (model name, args) as instances; roles naming the same model share one instance."""
+    from lvu.models.probes import build_model
+
+    made: dict[str, Any] = {}
+    out = {}
+    for role, (name, args) in specs.items():
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        if key not in made:
+            made[key] = build_model(name, dict(args))
+        out[role] = made[key]
+    return out
+
+
+async def run_build(pipeline: Any, videos: list[Video], out: str | Path, models: dict[str, tuple[str, dict[str, Any]]],
+                    *, concurrency: int = 4, show_progress: bool = True,
+                    note: Callable[[str], None] | None = None) -> tuple[BuildState, dict[str, Any]]:
+    """Run `pipeline` (a lvu.build.pipeline.Pipeline) over `videos` into `out`, resuming what is
+    there; then export. `models`: role -> (name, args) for the roles its stages call."""
+    pipeline.check()
+    needed = pipeline.roles()
+    missing = sorted(needed - set(models))
+    if missing:
+        raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
+    loaded = load_models({r: models[r] for r in needed})
+    store = BuildStore(out)
+    try:
+        identities = {role: model_key(m) for role, m in loaded.items()}
+        store.write_config({"pipeline": pipeline.name, "options": pipeline.options,
+                            "models": {r: {"key": identities[r], "identity": loaded[r].identity} for r in loaded},
+                            "videos": [{"id": v.id, "path": v.path} for v in videos]})
+        for model in {id(m): m for m in loaded.values()}.values():
+            await model.preflight()
+        state = await execute(pipeline.name, pipeline.stages(), videos, store, identities=identities, models=loaded,
+                              concurrency=concurrency, show_progress=show_progress, note=note)
+        written = pipeline.export(state, videos, Path(out))
+        return state, written
+    finally:
+        store.close()
+        for model in {id(m): m for m in loaded.values()}.values():
+            await model.close()
+
+
+def open_build(out: str | Path) -> tuple[Any, list[Video], BuildState]:
+    """A build folder's pipeline, videos and state, replanned from its store (no model called)."""
+    config = read_config(out)
+    pipeline = pipeline_class(config["pipeline"])(config.get("options") or {})
+    videos = [Video(v["id"], v["path"]) for v in config.get("videos", [])]
+    identities = {r: m.get("key") for r, m in (config.get("models") or {}).items()}
+    store = BuildStore(out)
+    try:
+        state = asyncio.run(execute(pipeline.name, pipeline.stages(), videos, store, identities=identities))
+    finally:
+        store.close()
+    return pipeline, videos, state
+
+
+def pipeline_class(name: str) -> Any:
+    """A pipeline by name; the built-in ones register when their module is first imported."""
+    import importlib
+
+    from lvu.build.pipeline import PIPELINES
+
+    if name in BUILTIN_PIPELINES:
+        importlib.import_module(BUILTIN_PIPELINES[name])
+    return PIPELINES.get(name)
+
+
+BUILTIN_PIPELINES = {"neptune": "lvu.build.neptune"}
