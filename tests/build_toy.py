@@ -39,6 +39,8 @@ def parse_joined(reply: str) -> str:
 
 @register_model("toy-llm")
 class ToyLLM(Model):
+    """The build mechanism tests' scripted text model (answers from the prompt; see the module)."""
+
     run_neutral_args = ("log", "bad", "bad_once", "error", "delay", "down")
 
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:

@@ -24,3 +24,28 @@ def tmp_video(tmp_path_factory):
         return cache[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def _subreaper() -> bool:
+    import process_watch
+
+    return process_watch.become_subreaper()
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(_subreaper):
+    """Fail a test that leaves a child process alive (a decode worker, a server, an orphan of a
+    killed subprocess): tests/process_watch.py. `.ci/run` must leave nothing behind."""
+    import process_watch
+
+    if not process_watch.AVAILABLE:
+        yield
+        return
+    before = set(process_watch.children())
+    yield
+    left = process_watch.leftovers(before)
+    if left:
+        process_watch.kill(list(left))
+        pytest.fail("the test left processes behind (killed now): "
+                    + "; ".join(f"pid {pid}: {cmd[:160]}" for pid, cmd in left.items()), pytrace=False)

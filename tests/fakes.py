@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 
 from lvu.args import as_float
@@ -44,8 +45,9 @@ class FakeBenchmark(Benchmark):
 
 @register_model("fake-follow")
 class FollowModel(Model):
-    """Answers the letter the question names, after `delay` seconds; fails on ids in `fail`;
-    appends every sample id it is called for to `log` (a file) so tests can count calls."""
+    """Answers the letter the question names, after `delay` seconds (and once the file `gate`
+    names exists, when given); fails on ids in `fail`; appends every sample id it is called for to
+    `log` (a file) so tests can count calls."""
 
     def __init__(self, **args) -> None:
         super().__init__(**args)
@@ -53,6 +55,8 @@ class FollowModel(Model):
 
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         await asyncio.sleep(self.delay)
+        while (gate := self.args.get("gate")) and not os.path.exists(gate):
+            await asyncio.sleep(0.02)
         if log := self.args.get("log"):
             with open(log, "a") as f:
                 f.write(sample_id + "\n")
@@ -68,4 +72,4 @@ class FollowModel(Model):
 class NeutralFollowModel(FollowModel):
     """fake-follow whose `delay` and `log` cannot change answers, so they stay out of the run id."""
 
-    run_neutral_args = ("delay", "log")
+    run_neutral_args = ("delay", "log", "gate")

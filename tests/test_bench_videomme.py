@@ -30,6 +30,7 @@ from lvu.benchmarks.videomme import (
 )
 from lvu.benchmarks.videomme_ref import REFERENCE
 from lvu.errors import DataError, LvuError
+from lvu.scoring.lmms_eval import extract_legacy
 from lvu.media.testing import make_video
 from lvu.api import run as run_engine
 from lvu.runs.engine import score_saved
@@ -323,7 +324,7 @@ TRICKY = [
 def test_extraction_table(reply, current, old, vlmevalkit):
     assert extract_characters_regex(reply) == current
     assert extract_characters_regex(reply, PREFIXES["2024-06"]) == old
-    assert extract_characters_regex(reply, PREFIXES["lmms-eval"]) == old
+    assert extract_legacy(reply) == old  # lmms-eval <= 0.7.1 (compat=lmms-eval@0.7.1, @0.6)
     assert extract_characters_regex(reply, PREFIXES["vlmevalkit"]) == vlmevalkit
 
 
@@ -341,11 +342,12 @@ def test_unanswered_leaves_the_official_denominator_but_counts_wrong_in_compat(t
     right = b.score(s, b.extract(s, Response(text="Answer: C")))
     assert right.correct is True and right.counted
     assert b.extract(s, Response(text="Answer: C")).method == "extract_characters_regex@afd52cfe"
-    for compat in ("lmms-eval", "vlmevalkit"):
+    for compat in ("lmms-eval", "lmms-eval@0.7.1", "vlmevalkit"):
         c, s = prepared(VideoMME, tmp_path, videos, compat=compat)
         graded = c.score(s, c.extract(s, Response(text="I cannot tell from these frames")))
         assert graded.counted is True and graded.correct is False
-        assert c.score(s, c.extract(s, Response(text="Answer: C"))).correct is (compat == "vlmevalkit")
+        # lmms-eval 0.7.3's extract_mcq_answer reads the final C; its 0.7.1 extractor the A of "Answer"
+        assert c.score(s, c.extract(s, Response(text="Answer: C"))).correct is (compat != "lmms-eval@0.7.1")
     old = VideoMME(data=str(tmp_path / "p"), scorer="2024-06")
     assert old.score(s, old.extract(s, Response(text="Answer: C"))).correct is False
 

@@ -99,7 +99,8 @@ def test_listed_score_follows_updates_resumes_and_deletes(tmp_path):
 
     store = Store(r)  # what judging does: a stored record rewritten with a new score
     rec = next(x for x in store.results(first.run_id) if x.sample_id == "q001")
-    store.put(first.run_id, rec.model_copy(update={"error": None, "score": 1.0, "correct": True}), 1)
+    store.put(first.run_id, rec.model_copy(update={"error": None, "score": 1.0, "correct": True,
+                                                   "judge": {"kind": "choice", "verdict": "B"}}), 1)
     store.close()
     assert assert_listed_as_recomputed(r, first.run_id)["score"]["value"] == 37.5
 

@@ -58,6 +58,14 @@ def available_metrics() -> list[str]:
 # ---- tokenisation -------------------------------------------------------------------------------
 
 
+
+@pytest.fixture(autouse=True)
+def _no_jvm_left() -> None:
+    """METEOR's JVM lives as long as the process; stop it after each test (no process outlives a test)."""
+    yield
+    tm.close_meteor()
+
+
 def test_tokenize_follows_ptb_conventions():
     assert tm.tokenize("The man's car isn't red.") == ["the", "man", "'s", "car", "is", "n't", "red"]
     assert tm.tokenize("A well-known U.S. firm paid 2,000 dollars at 5:30, i.e. 3.5 each!") == [

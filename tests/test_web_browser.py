@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,15 +15,11 @@ pytest.importorskip("fastapi", reason="the viewer needs lvu[web]")
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (lvu[test])")
 from PIL import Image  # noqa: E402
 
+from browser_util import assert_not_blank, chrome, element_pixels, lvu_server, needs_chromium, screenshot  # noqa: E402
 from lvu.media.testing import read_index  # noqa: E402
 from web_store import WebStore, build, stored  # noqa: E402
 
-CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-CHROMEDRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="no Chromium + chromedriver on PATH (Debian: apt-get install chromium chromium-driver)",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -41,46 +33,14 @@ def web(tmp_path_factory) -> WebStore:
 def server(web: WebStore, tmp_path_factory):
     """`lvu view --port 0` in a subprocess; yields the URL it prints."""
     env = {**os.environ, "LVU_CACHE_DIR": str(tmp_path_factory.mktemp("view-cache"))}
-    proc = subprocess.Popen([sys.executable, "-m", "lvu.cli", "view", "--results-dir", str(web.results_dir),
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        line = proc.stdout.readline()  # printed once the socket listens
-        if "http://127.0.0.1:" not in line:
-            proc.terminate()
-            pytest.fail(f"lvu view printed {line!r}; stderr: {proc.communicate(timeout=10)[1]}")
-        yield line.split(" at ", 1)[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with lvu_server(["view", "--results-dir", str(web.results_dir), "--port", "0"], env) as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1400", "--force-device-scale-factor=1", "--hide-scrollbars"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
-    try:
+    with chrome() as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def screenshot(driver, out: Path, name: str) -> np.ndarray:
-    png = driver.get_screenshot_as_png()
-    (out / f"{name}.png").write_bytes(png)
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-
-
-def assert_not_blank(shot: np.ndarray) -> None:
-    gray = shot.mean(axis=2)
-    assert gray.std() > 12, f"screenshot looks blank (grey-level std {gray.std():.1f})"
-    assert len(np.unique(shot.reshape(-1, 3), axis=0)) > 50, "screenshot has almost no distinct colours"
 
 
 def test_runs_run_and_sample_pages_in_chromium(web, server, browser, tmp_path):
@@ -115,13 +75,9 @@ def test_runs_run_and_sample_pages_in_chromium(web, server, browser, tmp_path):
     # The first frame on screen is the served JPEG: same pixels (roughly) and the same barcode.
     first = images[0]
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", first)
-    rect = browser.execute_script(
-        "const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.width, r.height, devicePixelRatio]",
-        first)
     shot = screenshot(browser, tmp_path, "sample")
     assert_not_blank(shot)
-    left, top, width, height, ratio = (float(v) for v in rect)
-    crop = shot[round(top * ratio):round((top + height) * ratio), round(left * ratio):round((left + width) * ratio)]
+    crop = element_pixels(browser, shot, first)
     src = first.get_attribute("src")
     with urllib.request.urlopen(src, timeout=30) as response:
         served = Image.open(io.BytesIO(response.read())).convert("RGB")

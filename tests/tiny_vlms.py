@@ -3,11 +3,13 @@
 `build_llava(dir)` and `build_qwen2_vl(dir)` / `build_qwen2_5_vl(dir)` write a checkpoint that
 transformers loads like a hub model (`AutoModelForImageTextToText.from_pretrained(dir)`): weights,
 config, tokenizer with a chat template, and the image processor (the PIL one, no torchvision).
+`build_qwen2_5_omni_thinker(dir)` adds audio: an audio encoder and the Whisper feature extractor.
 Needs torch and transformers; each build takes well under a second.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 CORPUS = [
@@ -125,3 +127,55 @@ def build_qwen2_5_vl(path: Path) -> Path:
     torch.manual_seed(0)
     model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens))
     return _save_qwen(model, tok, path)
+
+
+OMNI_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_bos|>", "<|vision_eos|>", "<|IMAGE|>",
+                 "<|VIDEO|>", "<|audio_bos|>", "<|audio_eos|>", "<|AUDIO|>"]
+OMNI_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_bos|><|IMAGE|><|vision_eos|>"
+    "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""The structure of Qwen2.5-Omni's template for images, audio and text."""
+
+
+def build_qwen2_5_omni_thinker(path: Path) -> Path:
+    """A tiny random Qwen2.5-Omni thinker (audio + vision + text) with its tokenizer, PIL image
+    processor and Whisper feature extractor: what `hf` loads without torchvision (lvu.models.hf_audio)."""
+    import torch
+    from transformers import (Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration,
+                              Qwen2VLImageProcessorPil, WhisperFeatureExtractor)
+
+    tok = train_tokenizer(OMNI_SPECIALS, pad_token="<|endoftext|>", eos_token="<|im_end|>")
+    tok.chat_template = OMNI_TEMPLATE
+    ids = {s: tok.convert_tokens_to_ids(s) for s in OMNI_SPECIALS}
+    config = Qwen2_5OmniThinkerConfig(
+        audio_config=dict(num_mel_bins=128, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=32,
+                          d_model=16, output_dim=64, n_window=100, max_source_positions=1500),
+        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           spatial_merge_size=2, patch_size=14, temporal_patch_size=2, window_size=56,
+                           fullatt_block_indexes=[0], in_channels=3),
+        text_config=dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2,
+                         rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 10000.0}),
+        audio_token_id=ids["<|AUDIO|>"], image_token_id=ids["<|IMAGE|>"], video_token_id=ids["<|VIDEO|>"],
+        vision_start_token_id=ids["<|vision_bos|>"], vision_end_token_id=ids["<|vision_eos|>"],
+        audio_start_token_id=ids["<|audio_bos|>"], audio_end_token_id=ids["<|audio_eos|>"],
+    )
+    torch.manual_seed(0)
+    Qwen2_5OmniThinkerForConditionalGeneration(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    # one preprocessor_config.json with both parts' keys, as the released Qwen2.5-Omni checkpoints have
+    images = Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": 112 * 112}).to_dict()
+    features = WhisperFeatureExtractor(feature_size=128).to_dict()
+    images["image_processor_type"] = "Qwen2VLImageProcessorPil"
+    features["feature_extractor_type"] = "WhisperFeatureExtractor"
+    (path / "preprocessor_config.json").write_text(json.dumps({**features, **images}, default=_plain), encoding="utf-8")
+    return path
+
+
+def _plain(value):
+    return value.tolist() if hasattr(value, "tolist") else str(value)

@@ -23,7 +23,7 @@ Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique pre
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
 ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters",
-            "blind")
+            "blind", "niah")
 
 
 WIDE = 10
@@ -150,7 +150,8 @@ def analyse(
 
     frames-curve, single-frame-bias and modality compare runs: pass them, or pass one and the
     stored runs that form its sweep / ablation are found. blind takes any number of blind-probe runs
-    (`-m blind` / `-m blind-asr`): the share answered correctly without the video, per label."""
+    (`-m blind` / `-m blind-asr`): the share answered correctly without the video, per label. niah
+    takes runs of `lvu build needle` benchmarks: depth x length heatmaps, one per run (frame count)."""
     from lvu.analysis import analyses, sweeps
     from lvu.analysis.plots import plot_analysis, save
     from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
@@ -158,6 +159,8 @@ def analyse(
     if name not in ANALYSES:
         raise LvuError(f"unknown analysis {name!r} — use one of {', '.join(ANALYSES)}")
     data, store = _load(runs, results_dir)
+    if name == "niah":  # any number of needle runs; several frame counts give the frames x depth x length grid
+        return _niah(data, store, plot, bootstrap, seed)
     if name == "blind":  # any number of blind-probe runs, one column each
         from lvu.analysis.blind import blind_runs
 
@@ -180,9 +183,35 @@ def analyse(
         result = analyses.SINGLE_RUN[name](data[0], n_boot=bootstrap, seed=seed)
     print_table(result.table())
     print_summary(result.summary)
+    if name == "modality":  # Video-MME: Table 5's duration x domain layout, with the paper's beside
+        from lvu.analysis.modality_table import videomme_table5
+
+        for table in videomme_table5(data):
+            print_table(table)
     if plot:
         plot.parent.mkdir(parents=True, exist_ok=True)
         save(plot_analysis(result), plot)
+        console.print(f"plot: {plot}")
+
+
+def _niah(data: list[RunData], store: object, plot: Path | None, bootstrap: int, seed: int) -> None:
+    """One run (or none: the latest) brings the stored runs of its frame sweep along."""
+    from lvu.analysis.niah import niah, plot_niah
+    from lvu.analysis.plots import save
+    from lvu.analysis.runs import RunData, frame_sweeps
+
+    if len(data) == 1:
+        everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]  # type: ignore[attr-defined]
+        group = next((g for g in frame_sweeps(everything) if any(r.run_id == data[0].run_id for r in g)), None)
+        data = group or data
+    result = niah(data, n_boot=bootstrap, seed=seed)
+    for table in [*result.tables(), result.curve.table()]:
+        print_table(table)
+    for note in result.notes:
+        console.print(f"  {note}", markup=False, highlight=False, style="dim")
+    if plot:
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        save(plot_niah(result), plot)
         console.print(f"plot: {plot}")
 
 

@@ -20,10 +20,11 @@ build_app = typer.Typer(help="Build benchmarks: blind filters, Neptune's QAD pip
 # Commands register below, one line each: build_app.command("NAME")(function).
 from lvu.build_filter_cli import filter_command as _filter_command  # noqa: E402  (typer + rich only)
 build_app.command("filter")(_filter_command)
-from lvu.build_neptune_cli import neptune_command, show_command, status_command  # noqa: E402  (typer + rich only)
+from lvu.build_neptune_cli import neptune_command, show_command, status_command, subsets_command  # noqa: E402
 build_app.command("neptune")(neptune_command)
 build_app.command("status")(status_command)
 build_app.command("show")(show_command)
+build_app.command("subsets")(subsets_command)
 from lvu.build_needle_cli import ladder_command, needle_command  # noqa: E402  (typer + rich only)
 build_app.command("needle")(needle_command)
 build_app.command("ladder")(ladder_command)

@@ -189,3 +189,53 @@ def show_command(
                     console.print(f"    --- call {i} prompt ---\n{c['prompt']}\n    --- call {i} reply ---\n"
                                   f"{c['reply'] if c['reply'] is not None else c['error']}", markup=False,
                                   highlight=False)
+
+
+def subsets_command(
+    source: Annotated[Path, typer.Argument(help="A `lvu build neptune` folder, or a `lvu review export` folder "
+                                                "(its raters' modality labels make MMH).")],
+    llm: Annotated[str, typer.Option("--llm", help="Ranking model of the QAD and ASR filters (any lvu model).")],
+    llm_arg: Annotated[Optional[list[str]], typer.Option("--llm-arg", help=f"--llm's arguments: {KV_HELP}")] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Filter runs per question (shuffled options each).")] = 3,
+    threshold: Annotated[int, typer.Option("--threshold", help="Remove a question when the filter top-ranks its "
+                                                               "answer in at least this many runs.")] = 2,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 8,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Neptune's hard subsets: MMA (ASR filter + QAD filter) and MMH (raters' modality is not
+    audio-only + QAD filter), written as neptune_mma.json / neptune_mmh.json beside
+    neptune_full.json. Resumable: every filter decision is stored as it is made."""
+    from lvu.build.neptune_subsets import build_subsets
+    from lvu.build.runner import load_models
+
+    if not 1 <= threshold <= seeds:
+        raise LvuError(f"--threshold {threshold}: must be from 1 to --seeds ({seeds})")
+    if concurrency < 1:
+        raise LvuError(f"--concurrency {concurrency}: must be at least 1")
+    model = load_models({"filter": (llm, parse_kv(llm_arg or [], "--llm-arg"))})["filter"]
+
+    async def go() -> Any:
+        try:
+            return await build_subsets(source, [model], seeds=seeds, threshold=threshold, concurrency=concurrency,
+                                       show_progress=not quiet)
+        finally:
+            await model.close()
+
+    done = asyncio.run(go())
+    if done.interrupted:
+        err_console.print("interrupted: the decisions made so far are stored — run the same command to go on",
+                          highlight=False)
+        raise typer.Exit(130)
+    console.print(f"{done.n_full} question(s): QAD filter removes {len(done.qad_removed)}, ASR filter removes "
+                  f"{len(done.asr_removed)}" + (f", {len(done.undecided)} undecided (a call failed: run again)"
+                                                if done.undecided else ""), highlight=False)
+    console.print(f"MMA: {len(done.mma)} question(s) → {done.written['mma']}", highlight=False)
+    if done.mmh is not None:
+        console.print(f"MMH: {len(done.mmh)} question(s) ({len(done.audio_only)} audio-only dropped) → "
+                      f"{done.written['mmh']}", highlight=False)
+    if done.mmh_skipped:
+        err_console.print(f"MMH: {done.mmh_skipped}", highlight=False)
+    console.print("next:", highlight=False)
+    console.print(f"  lvu run -b neptune --data {source} --set subset=mma -m MODEL", markup=False, highlight=False)
+    if done.undecided:
+        raise typer.Exit(1)

@@ -32,7 +32,7 @@ def _options(
                                           help="Print lvu's version and exit.")] = False,
 ) -> None:
     """lvu: run, score and analyse long-video understanding benchmarks under their official protocols."""
-data_app = typer.Typer(help="Benchmark release files: validation.", no_args_is_help=True)
+data_app = typer.Typer(help="Benchmark release files: validation and the papers' data tables.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 bench_app = typer.Typer(help="Performance benchmarks: lvu against its peers, side by side.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -48,6 +48,10 @@ from lvu.import_cli import import_results as _import_command  # noqa: E402  (typ
 app.command("import")(_import_command)
 from lvu.build_cli import build_app  # noqa: E402  (typer + rich only)
 app.add_typer(build_app, name="build")
+from lvu.review_cli import review_app  # noqa: E402  (typer + rich only)
+app.add_typer(review_app, name="review")
+from lvu.data_cli import data_stats as _data_stats_command  # noqa: E402  (typer + rich only)
+data_app.command("stats")(_data_stats_command)
 from lvu.cli_common import (  # noqa: E402  (shared by the command modules; imported here by name too)
     KV_HELP,
     ResultsDir,
@@ -59,7 +63,7 @@ from lvu.cli_common import (  # noqa: E402  (shared by the command modules; impo
     parse_kv,
     print_tables,
 )
-from lvu.console_output import fold_cells, hide_flag_types  # noqa: E402
+from lvu.console_output import failure_line, fold_cells, hide_flag_types  # noqa: E402
 
 hide_flag_types()
 
@@ -70,10 +74,11 @@ def run(
     model: Annotated[str, typer.Option("--model", "-m", help="Model backend name (`lvu list`).")] = "ocr-match",
     frames: Annotated[Optional[str], typer.Option(help="Frames per sample: a count (0 = none), or a word the benchmark accepts (Neptune: 1fps, center, first; see docs/benchmarks). Default: the benchmark's protocol.")] = None,
     subtitles: Annotated[Optional[str], typer.Option(help="Subtitle mode: none | interleave | covering | all.")] = None,
+    audio: Annotated[Optional[str], typer.Option(help="The video's sound in the prompt: none | whole | interleave (benchmarks that allow it; docs/audio.md).")] = None,
     resize: Annotated[Optional[int], typer.Option(help="Shorter side of frames in pixels.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory (benchmarks that read local files).")] = None,
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
-    compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval | vlmevalkit: reproduce a peer harness's deviations.")] = None,
+    compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval (its release 0.7.3; lmms-eval@0.7.1, lmms-eval@0.6 for older ones) | vlmevalkit: reproduce a peer harness's deviations.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help=f"Model argument, {KV_HELP}.")] = [],
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples (K >= 1).")] = None,
@@ -109,8 +114,9 @@ def run(
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
                       overrides={"limit": limit} if limit is not None else {}, tags=tags)
 
-    settings = {"frames": frames_setting(frames), "subtitles": subtitles, "resize": resize, "compat": compat,
-                "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
+    settings = {"frames": frames_setting(frames), "subtitles": subtitles, "audio": audio, "resize": resize,
+                "compat": compat, "data": str(data) if data else None,
+                "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
     if len(benchmarks) > 1:
@@ -151,7 +157,7 @@ def run(
     console.print(f"run [bold]{summary.run_id}[/]: {scope}{reused}, {summary.n_failed} failed"
                   + (f" · {escape(top.describe())}" if top else ""))
     for sample_id, error in summary.errors[:10]:
-        err_console.print(f"failed: {error}", markup=False, highlight=False)
+        err_console.print(failure_line(sample_id, error), markup=False, highlight=False)
     if len(summary.errors) > 10:
         err_console.print(f"... and {len(summary.errors) - 10} more (lvu results show {summary.run_id})")
     if summary.report_path:  # a --limit run's report covers its samples only, beside the full one
@@ -404,8 +410,22 @@ for _name in ("report", "compare", "analyse", "certificate"):
     app.command(_name)(getattr(analysis_cli, _name))
 
 
+def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
+    from lvu.runs import stage_runner
+
+    stage_runner.last_stop_signal = signum
+    raise KeyboardInterrupt
+
+
 def main() -> None:
-    """Entry point: user errors print as one line and exit 2, never as a traceback."""
+    """Entry point: user errors print as one line and exit 2, never as a traceback. SIGTERM stops
+    like Ctrl-C (a run's pipeline handles both itself: lvu.runs.stage_runner) and exits 143."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        previous = None
     try:
         app()  # standalone mode: click prints usage errors and handles --help and exit codes
     except LvuError as e:
@@ -414,7 +434,23 @@ def main() -> None:
     except KeyboardInterrupt as e:  # RunInterrupted says how many samples are stored
         err_console.print(str(e) or "interrupted — completed samples are stored; run the same command again to resume",
                           markup=False, highlight=False)
-        sys.exit(130)
+        sys.exit(_interrupted_exit_code())
+    except SystemExit as e:
+        if e.code == 130:  # typer's exit after a KeyboardInterrupt: 143 when SIGTERM stopped it
+            sys.exit(_interrupted_exit_code())
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted_exit_code() -> int:
+    """128 + the signal that stopped the command (130 for Ctrl-C, 143 for SIGTERM), as shells report it."""
+    import signal
+
+    from lvu.runs import stage_runner
+
+    return 128 + (stage_runner.last_stop_signal or signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@ def fold_cells(table: Table) -> Table:
     return table
 
 
+def failure_line(sample_id: str, error: str) -> str:
+    """A failed sample as one line that starts with its id ('q07: model error: ...'), the id not
+    repeated when the error already starts with it."""
+    return error if error.startswith(f"{sample_id}: ") else f"{sample_id}: {error}"
+
+
 def add_id_column(table: Table, header: str = "run") -> None:
     """A run-id column: the whole 12-character id on one line, never shortened."""
     table.add_column(header, no_wrap=True, min_width=RUN_ID_WIDTH, overflow="fold")

@@ -97,7 +97,7 @@ def results_list(
     from lvu.runs.summaries import run_headlines
     from lvu.runs.store import Store
 
-    store = Store(results_dir)
+    store = Store(results_dir, read_only=True)  # read-only: works on a full disk too
     kept = _filtered(store, benchmark, model, tag, since)
     scores = run_headlines(store, [r for r, _ in kept])  # cached per run: O(runs) unless samples changed
     if as_json:
@@ -130,12 +130,13 @@ def results_list(
 def results_show(run_id: RunRef = None, as_json: AsJson = False, results_dir: ResultsDir = None) -> None:
     """Show a run's spec, environment, breakdown tables and failed samples."""
     from lvu.cli_common import console, err_console, print_tables
+    from lvu.console_output import failure_line
     from lvu.runs.engine import benchmark_of
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.identity import predates_fingerprints
     from lvu.runs.store import Store
 
-    store = Store(results_dir)
+    store = Store(results_dir, read_only=True)
     info = store.run(run_id)
     results = store.results(info.run_id)
     bench = benchmark_of(info.spec)
@@ -158,12 +159,21 @@ def results_show(run_id: RunRef = None, as_json: AsJson = False, results_dir: Re
                           "content, so it cannot tell whether the data changed since; `lvu run` with the same "
                           "arguments now makes a new, fingerprinted run (docs/runs.md, Run identity)",
                           markup=False, highlight=False)
+    from lvu.runs.grading import grading_stamp
+
+    stamp = grading_stamp(bench)
+    stale = sum(1 for r in results if r.error is None and r.judge is None and r.graded_by != stamp)
+    if stale:
+        err_console.print(f"note: {stale} of run {info.run_id}'s scores were computed by other lvu scoring code "
+                          "(an upgrade, or an edited benchmark) — run the same `lvu run` command to grade them "
+                          "again from the stored responses (no model call; docs/runs.md, Regrading)",
+                          markup=False, highlight=False)
     print_tables(tables, f"{info.benchmark} × {info.model}")
     console.print(f"run {info.run_id}: {info.coverage} samples stored without error, {info.n_errors} failed, "
                   f"status {info.status}" + (f" · {top.describe()}" if top else ""), markup=False, highlight=False)
     for r in results:
         if r.error:
-            console.print(f"failed: {r.error}", markup=False, highlight=False)
+            console.print(failure_line(r.sample_id, r.error), markup=False, highlight=False)
 
 
 @results_app.command("tag")
@@ -248,7 +258,7 @@ def results_export(
 
     if format not in ("jsonl", "csv"):
         raise LvuError(f"--format {format!r} is not supported — use jsonl or csv")
-    store = Store(results_dir)
+    store = Store(results_dir, read_only=True)
     info = store.run(run_id)
     rows = []
     for r in store.iter_results(info.run_id):

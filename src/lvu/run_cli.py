@@ -131,6 +131,7 @@ def sweep(
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model (repeatable).")] = ["ocr-match"],
     frames: Axis = None,
     subtitles: Axis = None,
+    audio: Annotated[Optional[str], typer.Option(help="Comma-separated: none, whole, interleave (the modality ablation: --subtitles none,all --audio none,whole).")] = None,
     probe: Annotated[Optional[str], typer.Option(help="Comma-separated: full, blind, blind-asr, single-frame (probes around the model).")] = None,
     resize: Axis = None,
     fps: Axis = None,
@@ -168,7 +169,8 @@ def sweep(
             raise LvuError(f"{config}: no `sweep:` section — add one (e.g. `sweep: {{frames: [8, 32]}}`) or use lvu run -c")
         source = str(config)
     else:
-        grid = {"frames": _values(frames), "subtitles": _values(subtitles), "probe": _values(probe),
+        grid = {"frames": _values(frames), "subtitles": _values(subtitles), "audio": _values(audio),
+                "probe": _values(probe),
                 "resize": _values(resize), "fps": _values(fps), "compat": _values(compat), "seed": _values(seed)}
         axes = {k: v for k, v in grid.items() if v is not None}
         settings = {"data": str(data) if data else None, "set": parse_kv(setting, "--set"),

@@ -92,14 +92,58 @@ class Subtitle(BaseModel):
     """Cue end in seconds (video time)."""
 
 
-Part = Annotated[Union[Text, Frame, Subtitle], Field(discriminator="kind")]
+class Audio(BaseModel):
+    """A clip of the video's audio track, placed in the prompt like a frame (lvu.media.audio).
+
+    `samples` are 16-bit mono PCM at `sample_rate` (16 kHz: what Whisper-style audio encoders and
+    the audio APIs take); `wav()` gives them as a WAV file. `start`/`end` are video seconds."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    kind: Literal["audio"] = "audio"
+    samples: Any = Field(default=None, exclude=True, repr=False)
+    """int16 array of shape (n,); not serialised."""
+    sample_rate: int = 16_000
+    start: float
+    """Clip start in seconds (video time)."""
+    end: float
+    """Clip end in seconds (video time)."""
+
+    @property
+    def duration(self) -> float:
+        """Seconds of sound the clip holds (its samples), which is end - start up to a sample."""
+        return 0.0 if self.samples is None else len(self.samples) / self.sample_rate
+
+    @property
+    def text(self) -> str:
+        """How text-only views show the clip (Prompt.text, the viewer)."""
+        return f"<audio {self.start:.2f}-{self.end:.2f}s>"
+
+    def wav(self) -> bytes:
+        """The clip as a 16-bit PCM mono WAV file (bytes)."""
+        import io
+        import wave
+
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(int(self.sample_rate))
+            w.writeframes(np.ascontiguousarray(self.samples if self.samples is not None else [], dtype="<i2").tobytes())
+        return buf.getvalue()
+
+    def float_samples(self) -> np.ndarray:
+        """The samples as float32 in [-1, 1) (what feature extractors take)."""
+        return (np.asarray(self.samples if self.samples is not None else [], dtype=np.float32) / 32768.0)
+
+
+Part = Annotated[Union[Text, Frame, Subtitle, Audio], Field(discriminator="kind")]
 
 
 class Prompt(BaseModel):
     """What a model is asked: ordered parts (the order *is* the interleaving) plus settings."""
 
     parts: list[Part]
-    """Text, frames and subtitle cues in the order the model must see them."""
+    """Text, frames, subtitle cues and audio clips in the order the model must see them."""
     system: str | None = None
     """System prompt, when the protocol defines one."""
     assistant_prefix: str | None = None
@@ -122,6 +166,10 @@ class Prompt(BaseModel):
         return [p for p in self.parts if isinstance(p, Subtitle)]
 
     @property
+    def audio(self) -> list[Audio]:
+        return [p for p in self.parts if isinstance(p, Audio)]
+
+    @property
     def text(self) -> str:
         """All text and subtitle parts joined, frames shown as <frame t=..>."""
         out = []
@@ -133,21 +181,26 @@ class Prompt(BaseModel):
         return "\n".join(out)
 
     def summary(self) -> dict[str, Any]:
-        """A compact, serialisable description stored with every sample (no pixels). `parts` keeps
-        the interleaved order with each part's content — {"frame": t}, {"subtitle": text, "start",
-        "end"}, {"text": text} — and `video` the source path, so the viewer can show what the model saw.
+        """A compact, serialisable description stored with every sample (no pixels, no sound). `parts`
+        keeps the interleaved order with each part's content — {"frame": t}, {"subtitle": text,
+        "start", "end"}, {"audio": start, "end", "text": "<audio a-bs>"}, {"text": text} — and `video`
+        the source path, so the viewer can show what the model saw; `n_audio` / `audio_seconds` are
+        there only when the prompt had audio.
         Records stored before these two keys existed lack them; readers must not require them."""
         return {
             "system": self.system,
             "assistant_prefix": self.assistant_prefix,
             "n_frames": len(self.frames),
             "n_subtitles": len(self.subtitles),
+            **({"n_audio": len(audio), "audio_seconds": round(sum(a.duration for a in audio), 3)}
+               if (audio := self.audio) else {}),
             "order": "".join(p.kind[0].upper() for p in self.parts),
             "text": self.text,
             "video": self.video,
             "parts": [
                 {"frame": p.timestamp} if isinstance(p, Frame)
                 else {"subtitle": p.text, "start": p.start, "end": p.end} if isinstance(p, Subtitle)
+                else {"audio": p.start, "end": p.end, "text": p.text} if isinstance(p, Audio)
                 else {"text": p.text}
                 for p in self.parts
             ],
@@ -330,6 +383,9 @@ class SampleResult(BaseModel):
     sample_digest: str | None = None
     """Hash of the loaded sample this record answers (runs/identity.py); a resumed run reuses the
     record only while the sample is unchanged. None in records stored before lvu kept it."""
+    graded_by: str | None = None
+    """Content hash of the extraction and scoring code that graded this record (runs/grading.py);
+    a resumed run grades records of other code again (runs/regrade.py). None: stored before lvu kept it."""
 
 
 class Breakdown(BaseModel):

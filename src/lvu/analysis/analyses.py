@@ -112,10 +112,19 @@ def depth(run: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> An
         raise LvuError(f"run {run.run_id}: no referred-moment depths — the depth analysis needs a `depth` label "
                        "(haystack) or LongVideoBench's `position` with its release files and videos")
     key = duration_key(results)
-    xs, series = _series_by(run.results, depths, DEPTH_BINS, key, n_boot, seed)
+    numbered = sorted(set(depths.values()) - set(DEPTH_BINS), key=lambda d: (leading_number(d), d))
+    xs, series = _series_by(run.results, depths, (*DEPTH_BINS, *numbered), key, n_boot, seed)  # "5%" < "25%" < "100%"
     chance, _ = chance_of(results)
     return Analysis("depth", f"Accuracy vs referred-context depth — {run.label}", "depth of the referred moment",
                     xs, series, chance=chance, notes=list(dict.fromkeys(run.notes)))
+
+
+def leading_number(text: str) -> float:
+    """The number a label starts with ("25%" -> 25.0, `lvu build needle` depths), inf when none."""
+    import re
+
+    m = re.match(r"\s*(-?\d+(?:\.\d+)?)", text)
+    return float(m.group(1)) if m else float("inf")
 
 
 def by_label(run: RunData, key: str, *, name: str, title: str, x_label: str, fallback: dict[str, str] | None = None,
@@ -173,13 +182,27 @@ def predicted_letter(r: SampleResult) -> str:
     return OUTSIDE
 
 
+def posed_options(r: SampleResult) -> bool:
+    """Whether the sample was a multiple-choice question: an option-index answer and options stored
+    with the record. Records from before lvu stored options (no question either) count unless
+    their prediction is free text."""
+    if not isinstance(r.answer, int) or isinstance(r.answer, bool):
+        return False
+    if r.n_options or r.options:
+        return True
+    return r.question is None and not (isinstance(r.prediction, str) and r.prediction.strip())
+
+
 def letters(run: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Analysis:
     """Predicted-letter shares beside the answer key's, with the out-of-option and no-answer rates
     (LVBench Sec. 4.2.2: Gemini answered outside the options 20.9 %, MovieChat favoured A).
-    Failed samples (no response) are left out; uncounted ones (Video-MME's unanswered) are kept."""
-    rs = [r for r in run.results if isinstance(r.answer, int) and not isinstance(r.answer, bool) and not r.error]
+    Failed samples (no response) are left out; uncounted ones (Video-MME's unanswered) are kept.
+    Samples asked without options are left out (`posed_options`): an open-ended reply is no letter."""
+    open_ended = bool(getattr(run.bench, "open_ended", False))
+    rs = [r for r in run.results if not r.error and not open_ended and posed_options(r)]
     if not rs:
-        raise LvuError(f"run {run.run_id}: no answered multiple-choice samples — letters needs MCQ results")
+        why = " (an open-ended run: its questions are asked without options)" if open_ended else ""
+        raise LvuError(f"run {run.run_id}: no answered multiple-choice samples{why} — letters needs MCQ results")
     n_letters = max(max(r.n_options or 0 for r in rs), max(r.answer for r in rs) + 1)  # type: ignore[type-var]
     preds = [predicted_letter(r) for r in rs]
     xs = [*LETTERS[:n_letters], OUTSIDE, NONE]

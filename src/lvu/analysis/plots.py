@@ -122,3 +122,21 @@ def plot_groups(title: str, names: list[str], points: list[Estimate], y_label: s
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     return fig
+
+
+def plot_bars(title: str, names: list[str], series: dict[str, list[float | None]], y_label: str) -> Figure:
+    """Grouped bars of plain values (no intervals): `lvu data stats --plot` (this release beside the paper)."""
+    fig = _figure(6.4, 3.6 if len(names) <= 8 else 4.4)
+    ax = fig.axes[0]
+    width = 0.8 / max(1, len(series))
+    for k, (label, values) in enumerate(series.items()):
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(names))]
+        ax.bar(xs, [math.nan if v is None else v for v in values], width, label=label)
+    long = max(map(len, names), default=0) > 8 or len(names) > 8
+    ax.set_xticks(range(len(names)), names, rotation=35 if long else 0, ha="right" if long else "center", fontsize=8)
+    ax.set_ylabel(y_label)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+    return fig

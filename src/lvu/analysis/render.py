@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html as _html
 import json
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -145,16 +146,25 @@ def html(report: Report) -> str:
 # ---- Markdown -----------------------------------------------------------------------------------------
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_~<>|])")
+
+
+def md_text(text: object) -> str:
+    """Text (a label, a model name, a sample's question) as Markdown shows it literally: no raw HTML,
+    emphasis, code span, link or table cell break can come out of it."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("](", "]\\(").replace("\n", " ")
+
+
 def _md_cell(cell: object) -> str:
-    return cell_text(cell).replace("|", "\\|").replace("\n", " ")
+    return md_text(cell_text(cell))
 
 
 def table_markdown(t: Table) -> str:
-    lines = ([f"**{t.title}**", ""] if t.title else []) + ["| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
+    lines = ([f"**{md_text(t.title)}**", ""] if t.title else []) + ["| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
              "|" + "|".join("---:" if any(_is_num(r[j]) for r in t.rows if j < len(r)) else "---"
                             for j in range(len(t.columns))) + "|"]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
-    lines += [""] + [f"_{n}_" for n in t.notes]
+    lines += [""] + [f"_{md_text(n)}_" for n in t.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -172,19 +182,19 @@ def _samples_markdown(section: Section) -> str:
 def markdown(report: Report, out: Path) -> str:
     """The report as Markdown; figures are written to `<out stem>_files/` and linked relatively."""
     fig_dir = out.with_name(f"{out.stem}_files")
-    lines = [f"# {report.title}", ""] + [f"_{n}_" for n in report.notes]
+    lines = [f"# {md_text(report.title)}", ""] + [f"_{md_text(n)}_" for n in report.notes]
     k = 0
     for s in report.sections:
-        lines += [f"{'#' * min(4, s.level)} {s.title}", ""]
-        for line in s.text:
-            lines += (["```", line, "```"] if "\n" in line else [line]) + [""]
-        lines += [f"- **{key}**: {v}" for key, v in s.summary] + ([""] if s.summary else [])
+        lines += [f"{'#' * min(4, s.level)} {md_text(s.title)}", ""]
+        for line in s.text:  # a block stays verbatim in its fence (a fence inside it cannot close it)
+            lines += (["```", line.replace("```", "` ` `"), "```"] if "\n" in line else [md_text(line)]) + [""]
+        lines += [f"- **{md_text(key)}**: {md_text(v)}" for key, v in s.summary] + ([""] if s.summary else [])
         lines += [table_markdown(t) for t in s.tables]
         for f in s.figures:
             fig_dir.mkdir(parents=True, exist_ok=True)
             k += 1
             (fig_dir / f"fig{k}.png").write_bytes(f.png)
-            alt = f.caption.replace("[", "(").replace("]", ")")  # brackets would end the alt text
+            alt = md_text(f.caption.replace("[", "(").replace("]", ")"))  # brackets would end the alt text
             lines += [f"![{alt}]({fig_dir.name}/fig{k}.png)", ""]
         if s.samples is not None:
             lines.append(_samples_markdown(s))

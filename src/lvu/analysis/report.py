@@ -22,6 +22,7 @@ from lvu.analysis import analyses, sweeps
 from lvu.analysis.compare import compare_paper, compare_runs
 from lvu.analysis.document import Figure, Report, Section
 from lvu.analysis.plots import missing_matplotlib, plot_analysis, plot_groups, to_png
+from lvu.analysis.modality_table import videomme_table5
 from lvu.analysis.runs import RunData, family, frame_sweeps, model_key, modality_groups, sweep_name
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
 from lvu.analysis.table import Analysis, Table
@@ -63,6 +64,20 @@ def _analysis_section(a: Analysis, anchor: str, figs: _Figures, level: int = 3) 
     return section
 
 
+def niah_sections(runs: list[RunData], anchor: str, figs: _Figures, *, n_boot: int, seed: int,
+                  level: int = 3) -> list[Section]:
+    """Depth x length heatmaps (one per run) and the per-length curve, for needle benchmarks."""
+    from lvu.analysis.niah import applies, niah, plot_niah
+
+    if not any(applies(r) for r in runs):
+        return []
+    result = niah(runs, n_boot=n_boot, seed=seed)
+    title = "Needle in a haystack: accuracy by depth × length" + (" × frames" if len(result.grids) > 1 else "")
+    section = Section(title, anchor, level, tables=[*result.tables(), result.curve.table()], text=result.notes)
+    figs.add(section, title, partial(plot_niah, result))
+    return [section]
+
+
 def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> list[Section]:
     """Everything about one run: official tables with CIs, paper rows, analyses, samples."""
     info, anchor = run.info, f"run-{run.run_id}"
@@ -99,6 +114,7 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
             continue  # the analysis does not apply to this run (docs/analysis.md says what each needs)
         except Exception as e:  # a report never fails the run it reports on; say what went wrong
             head.text.append(f"{name} analysis failed: {type(e).__name__}: {e}")
+    out += niah_sections([run], f"{anchor}-niah", figs, n_boot=n_boot, seed=seed)
     out.append(Section("Samples", f"{anchor}-samples", 3, samples=run))
     spec = json.dumps(run.spec.model_dump(mode="json"), indent=2)
     env = json.dumps(info.env, indent=2, default=str)
@@ -131,6 +147,7 @@ def cross_run_sections(runs: list[RunData], figs: _Figures, *, n_boot: int, seed
             section.tables.append(a.table())
             figs.add(section, a.title, partial(plot_analysis, a))
         out.append(section)
+        out += niah_sections(group, f"sweep-{k}-niah", figs, n_boot=n_boot, seed=seed, level=2)
     for k, group in enumerate(modality_groups(runs)):
         a = sweeps.modality(group, n_boot=n_boot, seed=seed)
         section = _analysis_section(a, f"modality-{k}", figs, level=2)
@@ -140,6 +157,9 @@ def cross_run_sections(runs: list[RunData], figs: _Figures, *, n_boot: int, seed
         by_mod = {r.modality: r for r in group}
         if family(group[0].spec.benchmark) == "videomme" and {"frames", "frames + subtitles"} <= set(by_mod):
             out.append(videomme_table4(by_mod["frames"], by_mod["frames + subtitles"], n_boot=n_boot, seed=seed))
+        if tables := videomme_table5(group):
+            out.append(Section("Video-MME Table 5: frames, +subtitles, +audio by domain", f"videomme-table5-{k}", 2,
+                               tables=tables))
     out += neptune_table3(runs)
     return out
 

@@ -12,8 +12,12 @@ from lvu.errors import LvuError
 from lvu.runs.store import RunInfo, Store
 from lvu.types import SampleResult
 
-PROBE_MODELS = {"blind": (False, False), "blind-asr": (False, None), "single-frame": (None, None)}
-"""Probe wrappers and what they remove: (frames kept?, subtitles kept?); None = as the prompt had."""
+PROBE_MODELS = {"blind": (False, False, False), "blind-asr": (False, None, None), "single-frame": (None, None, None)}
+"""Probe wrappers and what they remove: (frames kept?, subtitles kept?, audio kept?); None = as the
+prompt had."""
+MODALITY_ORDER = ("blind", "subtitles", "audio", "subtitles + audio", "frames", "frames + subtitles",
+                  "frames + audio", "frames + subtitles + audio")
+"""Every `RunData.modality`, in the order tables list them (Video-MME Table 5: frames, +subs, +audio)."""
 SINGLE_FRAME_WORDS = ("center", "first")
 """Frame settings that mean one frame (Neptune's `frames=center|first`)."""
 
@@ -72,16 +76,19 @@ class RunData:
 
     @property
     def modality(self) -> str:
-        """'blind', 'frames', 'subtitles' or 'frames + subtitles': what the model was given."""
+        """'blind', 'frames', 'subtitles', 'frames + subtitles', or one of those with audio
+        ('frames + audio', 'audio', 'frames + subtitles + audio'...): what the model was given."""
         settings = self.spec.settings
         has_frames = any(int(r.prompt.get("n_frames") or 0) > 0 for r in self.results)
         has_subs = (settings.get("subtitles") not in (None, "none", False) or bool(settings.get("asr"))
                     or any(int(r.prompt.get("n_subtitles") or 0) > 0 for r in self.results))
-        keep_frames, keep_subs = PROBE_MODELS.get(self.spec.model, (None, None))
-        has_frames = has_frames if keep_frames is None else keep_frames and has_frames
-        has_subs = has_subs if keep_subs is None else keep_subs and has_subs
-        return {(True, True): "frames + subtitles", (True, False): "frames",
-                (False, True): "subtitles", (False, False): "blind"}[(has_frames, has_subs)]
+        has_audio = (settings.get("audio") not in (None, "none")
+                     or any(int(r.prompt.get("n_audio") or 0) > 0 for r in self.results))
+        kept = PROBE_MODELS.get(self.spec.model, (None, None, None))
+        has = [have if keep is None else bool(keep and have)
+               for have, keep in zip((has_frames, has_subs, has_audio), kept)]
+        names = [name for name, on in zip(("frames", "subtitles", "audio"), has) if on]
+        return " + ".join(names) if names else "blind"
 
     @property
     def sweeps(self) -> list[dict[str, Any]]:
@@ -103,7 +110,7 @@ class RunData:
         name = str(args.get("model") or args.get("base.model") or args.get("base") or "")
         model = f"{self.spec.model}({name})" if name else self.spec.model
         bits = [f"{k}={v}" for k, v in self.spec.settings.items()
-                if k in ("frames", "subtitles", "compat", "split", "subset") and v is not None]
+                if k in ("frames", "subtitles", "audio", "compat", "split", "subset") and v is not None]
         return f"{self.spec.benchmark} × {model} [{', '.join(bits)}]" if bits else f"{self.spec.benchmark} × {model}"
 
 
@@ -190,19 +197,18 @@ def sweep_name(group: list[RunData]) -> str | None:
 
 def modality_groups(runs: list[RunData]) -> list[list[RunData]]:
     """Groups of runs of one model on one benchmark family, with the same other settings and
-    frames, that cover two or more input modalities. Runs without frames (blind, subtitles only)
-    join every frame count's group of their model."""
+    frames, that cover two or more input modalities (frames, subtitles, audio). Runs without
+    frames (blind, subtitles or audio only) join every frame count's group of their model."""
     framed: dict[str, dict[str, RunData]] = {}
     frameless: dict[str, dict[str, RunData]] = {}
     for run in sorted(runs, key=lambda r: r.info.updated):  # the newest run of a modality wins
         base = json.dumps([family(run.spec.benchmark), model_key(run),
-                           _without(run.spec.settings, "frames", "subtitles", "asr", "data_version")])
-        if run.modality in ("blind", "subtitles"):
+                           _without(run.spec.settings, "frames", "subtitles", "asr", "audio", "data_version")])
+        if "frames" not in run.modality:
             frameless.setdefault(base, {})[run.modality] = run
         else:
             framed.setdefault(json.dumps([base, run.frames]), {})[run.modality] = run
     groups = [{**frameless.get(json.loads(key)[0], {}), **members} for key, members in framed.items()]
     bases = {json.loads(key)[0] for key in framed}
     groups += [members for base, members in frameless.items() if base not in bases]
-    order = ("blind", "subtitles", "frames", "frames + subtitles")
-    return [[g[m] for m in order if m in g] for g in groups if len(g) >= 2]
+    return [[g[m] for m in MODALITY_ORDER if m in g] for g in groups if len(g) >= 2]

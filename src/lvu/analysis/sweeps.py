@@ -1,6 +1,7 @@
 """Analyses across runs: accuracy vs frames (LongVideoBench Table 5 / Fig. 1, per duration group),
-the single-frame-bias score, and the modality ablation (frames / subtitles / both / blind;
-LongVideoBench Table 6, Video-MME w/ and w/o subtitles, Neptune's QAD and QAD+ASR rows).
+the single-frame-bias score, and the modality ablation (frames / subtitles / audio / blind;
+LongVideoBench Table 6, Video-MME w/ and w/o subtitles and Table 5's +Audios, Neptune's QAD and
+QAD+ASR rows).
 
 All of them compare runs on the samples the runs share (a `--limit` run against a full one
 compares the common part), so differences are paired and their intervals come from resampling
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from lvu.analysis.analyses import duration_key, label_order
-from lvu.analysis.runs import RunData
+from lvu.analysis.runs import MODALITY_ORDER, RunData
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Estimate, bootstrap_cells, bootstrap_mean, mcnemar_exact
 from lvu.analysis.table import Analysis, accuracy, chance_of, choice_results, label_values, ordered, value
 from lvu.errors import LvuError
@@ -114,8 +115,10 @@ def single_frame_bias(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, s
                     kind="bar", summary=summary, notes=notes)
 
 
-MODALITY_ORDER = ("blind", "subtitles", "frames", "frames + subtitles")
 _CONTRASTS = (("frames + subtitles", "frames", "subtitles add to frames"),
+              ("frames + audio", "frames", "audio adds to frames"),
+              ("frames + subtitles + audio", "frames + subtitles", "audio adds to frames + subtitles"),
+              ("frames + audio", "frames + subtitles", "audio instead of subtitles"),
               ("frames", "blind", "frames add to the question alone"),
               ("subtitles", "blind", "subtitles add to the question alone"),
               ("frames + subtitles", "blind", "frames and subtitles add to the question alone"),
@@ -140,7 +143,7 @@ def modality(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int 
     for run in sorted(runs, key=lambda r: r.info.updated):
         by_mod[run.modality] = run  # the newest run of a modality wins
     if len(by_mod) < 2:
-        raise LvuError("modality needs runs with two or more inputs (frames, subtitles, both, blind) — "
+        raise LvuError("modality needs runs with two or more inputs (frames, subtitles, audio, blind) — "
                        f"got {', '.join(by_mod) or 'none'}")
     mods = [m for m in MODALITY_ORDER if m in by_mod]
     ids, by_id = aligned([by_mod[m] for m in mods])

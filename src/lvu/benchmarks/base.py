@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from lvu.registry import Registry
 from lvu.types import Breakdown  # noqa: F401  (lives with the other nouns; imported from here too)
-from lvu.types import (Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle,
-                       VideoMeta)
+from lvu.types import (Audio, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
+                       Subtitle, VideoMeta)
 
 if TYPE_CHECKING:
     from lvu.scoring.judges import Judgement, JudgeTask
@@ -41,9 +41,18 @@ class Benchmark(ABC):
     """Questions per split/subset as the paper reports them, checked by `lvu data check`."""
     reference: ClassVar[list[dict[str, Any]]] = []
     """The paper's result rows as data: {"table": ..., "model": ..., "frames": ..., <breakdown>: score}."""
+    audio_modes: ClassVar[tuple[str, ...]] = ()
+    """The `audio` settings the protocol allows besides "none" ("whole", "interleave"; see
+    lvu.media.audio); empty: the benchmark takes no audio. `audio` enters the settings (so the run
+    id) only when it is not "none", so runs stored before audio existed keep their ids."""
 
     def __init__(self, **settings: Any) -> None:
-        unknown = set(settings) - set(self.defaults) - {"data", "video_dir", "limit"}
+        if "audio" not in self.defaults and "audio" in settings:
+            from lvu.media.audio import check_mode
+
+            if check_mode(settings["audio"], self.name, self.audio_modes) == "none":
+                settings = {k: v for k, v in settings.items() if k != "audio"}
+        unknown = set(settings) - set(self.defaults) - {"data", "video_dir", "limit", "audio"}
         if unknown:
             from lvu.errors import LvuError
 
@@ -55,6 +64,10 @@ class Benchmark(ABC):
         from lvu.args import check_benchmark_settings
 
         check_benchmark_settings(self.name, self.settings, self.defaults)  # resize, limit, seed: one-line errors
+        if "audio" in self.defaults:
+            from lvu.media.audio import check_mode
+
+            check_mode(self.settings["audio"], self.name, self.audio_modes)
 
     @abstractmethod
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
@@ -92,6 +105,19 @@ class Benchmark(ABC):
     @abstractmethod
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         """Judge one prediction."""
+
+    @property
+    def audio_mode(self) -> str:
+        """'none', 'whole' or 'interleave': whether and how the prompt gets the video's audio."""
+        return str(self.settings.get("audio") or "none")
+
+    def place_audio(self, sample: Sample, prompt: Prompt, clips: list[Audio]) -> Prompt:
+        """The prompt with the audio clips (the engine cut them by `lvu.media.audio.spans`) placed.
+        Default: lvu.media.audio.place — `whole` after the frames and before the text that follows
+        them, `interleave` each clip after its frame. Override where a protocol puts audio elsewhere."""
+        from lvu.media.audio import place
+
+        return prompt.model_copy(update={"parts": place(list(prompt.parts), clips, self.audio_mode)})
 
     def data_version(self) -> str | None:
         """An identity of the data that goes into the run id (so regenerated data is a new run)."""
@@ -199,8 +225,9 @@ def _duration_plan(cls: type, plan: Callable[..., InputPlan]) -> Callable[..., I
 
 def lmms_log_response(row: dict) -> Any:
     """The response of an lmms-eval `--log_samples` line: `filtered_resps`, else `resps`, taking
-    the first item of nested lists ("" for an empty one). KeyError when the line has neither."""
-    response = row.get("filtered_resps") or row["resps"]
+    the first item of nested lists ("" for an empty one). KeyError when the line has neither.
+    An empty reply is `"filtered_resps": ""` with no `resps` (0.7.3 drops resps equal to it)."""
+    response = row["filtered_resps"] if row.get("filtered_resps") is not None else row["resps"]
     while isinstance(response, list):
         response = response[0] if response else ""
     return response

@@ -27,11 +27,11 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ import numpy as np
 from lvu.benchmarks.base import register_benchmark
 from lvu.benchmarks.jsonl import JsonlBenchmark, write_samples
 from lvu.errors import LvuError
+from lvu.media.encode import add_h264_stream
+from lvu.media.subtitles import srt_text
 from lvu.paths import cache_dir
 from lvu.types import Sample, SubtitleRef, VideoRef
 
@@ -117,10 +119,11 @@ def generate(out_dir: str | Path, *, seed: int = 0, n_videos: int = 6, scale: fl
     out_dir = Path(out_dir)
     if n_videos < 1 or not 0 < scale <= 2.5:
         raise ValueError("n_videos must be >= 1 and scale in (0, 2.5] (videos stay within 10 minutes)")
+    if out_dir.parent.is_dir():
+        _remove_stale_temps(out_dir)  # also when the haystack is there already: nothing else would
     if is_complete(out_dir, seed=seed, n_videos=n_videos, scale=scale):
         return out_dir / JSONL_NAME
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(out_dir)
     tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
     tmp.mkdir()
     try:
@@ -146,20 +149,36 @@ def generate(out_dir: str | Path, *, seed: int = 0, n_videos: int = 6, scale: fl
 
 
 def _remove_stale_temps(out_dir: Path, max_age: float = 3600.0) -> None:
-    """Temporary folders left by crashed generators (older than an hour) are removed."""
+    """Remove the temporary folders (.NAME.tmp-PID-N, .NAME.old-PID-N) of generators that died (a
+    kill -9): their process is gone; another folder of that name is removed after an hour."""
     for p in out_dir.parent.glob(f".{out_dir.name}.*"):
+        match = re.fullmatch(r"\.(?:tmp|old)-(\d+)-\d+", p.name[len(out_dir.name) + 1:])
         try:
-            if p.is_dir() and time.time() - p.stat().st_mtime > max_age:
+            if not p.is_dir():
+                continue
+            stale = (not _process_alive(int(match.group(1))) if match
+                     else time.time() - p.stat().st_mtime > max_age)
+            if stale:
                 shutil.rmtree(p, ignore_errors=True)
         except OSError:
             pass
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or cannot tell: leave it to the age rule
+    return True
 
 
 def _build(root: Path, *, seed: int, n_videos: int, scale: float, progress: bool) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     rng = random.Random(f"haystack-{VERSION}-{seed}")
-    balance = _Balancer(rng)
+    balance = AnswerBalancer(rng)
     plans = [_plan_video(rng, balance, v, scale) for v in range(n_videos)]
     (root / "videos").mkdir()
     (root / "subtitles").mkdir()
@@ -169,7 +188,7 @@ def _build(root: Path, *, seed: int, n_videos: int, scale: float, progress: bool
     task = bar.add_task("", total=sum(p.n_frames for p in plans))
     with bar:
         for p in plans:
-            (root / "subtitles" / f"{p.name}.srt").write_text(_srt(p.cues), encoding="utf-8")
+            (root / "subtitles" / f"{p.name}.srt").write_text(srt_text(p.cues), encoding="utf-8")
             video = root / "videos" / f"{p.name}.mp4"
             _encode(p, video, np.random.default_rng([seed, p.index]), lambda n: bar.advance(task, n))
             samples += _samples(p)
@@ -225,7 +244,7 @@ class _VideoPlan:
         return self.duration * FPS
 
 
-class _Balancer:
+class AnswerBalancer:
     """Answer positions: each option count cycles through shuffled rounds of all positions."""
 
     def __init__(self, rng: random.Random) -> None:
@@ -248,7 +267,7 @@ def _whole_bin(slot: int, n_slots: int) -> int | None:
     return b if 5 * (slot + 1) <= (b + 1) * n_slots else None
 
 
-def _plan_video(rng: random.Random, balance: _Balancer, index: int, scale: float) -> _VideoPlan:
+def _plan_video(rng: random.Random, balance: AnswerBalancer, index: int, scale: float) -> _VideoPlan:
     duration = max(30, round(rng.randint(*BASE_SECONDS) * scale))
     words = rng.sample(WORDS, 7)
     singles, counted = words[:6], words[6]
@@ -360,14 +379,6 @@ def _draw_style(rng: random.Random, needle: _Needle) -> tuple:
 # ---- drawing and encoding ----------------------------------------------------------------------
 
 
-def _srt(cues: list[tuple[float, float, str]]) -> str:
-    def ts(t: float) -> str:
-        ms = round(t * 1000)
-        return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
-
-    return "".join(f"{i}\n{ts(a)} --> {ts(b)}\n{text}\n\n" for i, (a, b, text) in enumerate(cues, start=1))
-
-
 def _sprite(needle: _Needle, style: tuple) -> tuple[np.ndarray, np.ndarray, int, int]:
     """RGB patch, its boolean mask, and its top-left corner in the frame."""
     from PIL import Image, ImageDraw, ImageFont
@@ -422,10 +433,7 @@ def _encode(plan: _VideoPlan, path: Path, rng: np.random.Generator, advance: Cal
     phase = rng.uniform(0, 2 * np.pi, size=2)
     sprites = [(n, _sprite(n, plan.style[i])) for i, n in enumerate(plan.needles)]
     with av.open(str(path), "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=Fraction(FPS))
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.options = {"preset": "veryfast", "crf": "23",
-                          "x264-params": f"keyint={GOP}:min-keyint={GOP}:scenecut=0:open-gop=0"}
+        stream = add_h264_stream(out, WIDTH, HEIGHT, FPS, gop=GOP, crf=23, preset="veryfast")
         for i in range(plan.n_frames):
             t = i / FPS
             x = int(WIDTH / 2 * (1 + np.sin(2 * np.pi * t / px + phase[0])))
@@ -477,6 +485,7 @@ class HaystackBenchmark(JsonlBenchmark):
     """The built-in synthetic benchmark; `data` defaults to the generated default haystack."""
 
     defaults = {**JsonlBenchmark.defaults, "seed": 0}
+    audio_modes = ()  # its generated videos are silent
 
     def data_path(self) -> Path:
         if self.settings.get("data"):

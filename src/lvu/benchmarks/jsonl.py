@@ -14,6 +14,8 @@ The `jsonl` benchmark's protocol (also the haystack's):
   lvu.media.sampling's `uniform:N`);
 - subtitles: cues selected by `subtitles` mode (default "interleave", LongVideoBench's rule) and
   interleaved with the frames by time;
+- audio (`audio`, default none): the video's sound as 16 kHz PCM clips, `whole` after the frames
+  or `interleave`d, each frame with the sound around it (lvu.media.audio);
 - text: the question, options as "(A) ..." lines, then PROMPT_INSTRUCTION;
 - extraction: the first option letter in the reply (lvu.scoring.choice.extract_letter);
 - scoring: 1.0 / 0.0. Open-ended samples (no options) are scored by exact match of normalised
@@ -158,6 +160,8 @@ class JsonlBenchmark(Benchmark):
     """Your own data in lvu's JSONL format (`--data FILE.jsonl`), run under a plain protocol."""
 
     defaults = {"frames": 32, "subtitles": "interleave", "resize": None}
+    audio_modes = ("whole", "interleave")
+    """`--audio whole`: the track after the frames; `interleave`: each frame with the sound around it."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)

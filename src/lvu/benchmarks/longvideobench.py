@@ -39,7 +39,9 @@ text `"\\n".join("<image>" / cue text) + "\\n" + q + "\\nA. c0..." + "\\nAnswer 
 the `<image>` slots and cue selection use `compute_frame_timestamps` (duration / N * i, or
 0..int(duration)-1), not the real frame times; frames go first (what chat models get). `_v`
 (subtitles none): `q\\nA. ...\\nAnswer ...\\n`, frames by the model's own reader (lmms:N, 32).
-Same parser, random fallback. max_new_tokens 32. No subtitles-only task.
+Same parser (on the reply after its evaluator strips <think>/<analysis> blocks), random fallback.
+max_new_tokens 32. No subtitles-only task. The task code is the same in releases 0.6.0-0.7.3:
+"lmms-eval@0.7.1" behaves as "lmms-eval", "lmms-eval@0.6" differs only in not stripping reasoning tags.
 `compat="vlmevalkit"` (anchors §2.3, vlmeval/dataset/longvideobench.py): val only; frames
 `vlmevalkit:N` (default 8) or `frames="1fps"`/`"0.5fps"` (indices int(i * fps / F)); subtitles
 (use_subtitle) interleaved by the same rule at `index / fps`, each cue text + "\\n"; text
@@ -69,6 +71,7 @@ from lvu.benchmarks.longvideobench_release import (  # noqa: F401 — HF_*: stil
 from lvu.errors import LvuError, SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
 from lvu.scoring.choice import mean_pct as _pct
+from lvu.scoring.lmms_eval import MODES as LMMS_MODES, check_compat, is_lmms, strip_reasoning_tags
 from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
                        Subtitle, Text, VideoMeta)
 
@@ -78,7 +81,7 @@ __all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "interleave_official", "offi
 EXPECTED_QUESTIONS = {"val": 1337, "test": 5341}
 EXPECTED_VIDEOS = {"val": 752, "test": 3011}
 LEVELS = ("L1-Perception", "L2-Relation")
-COMPATS = ("official", "lmms-eval", "vlmevalkit")
+COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 SUBTITLE_MODES = ("interleave", "none", "all")
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
 ANSWER_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
@@ -208,8 +211,7 @@ class LongVideoBench(Benchmark):
         super().__init__(**settings)
         given = {k for k, v in settings.items() if v is not None}
         s = self.settings
-        if s["compat"] not in COMPATS:
-            raise LvuError(f"compat={s['compat']!r} is unknown for {self.name} — use one of {', '.join(COMPATS)}")
+        check_compat(s["compat"], COMPATS, self.name)
         if s["split"] == "validation":
             s["split"] = "val"
         data = s.get("data")
@@ -221,7 +223,7 @@ class LongVideoBench(Benchmark):
             raise LvuError(f"split={s['split']!r} is unknown — use val or test")
         if s["subtitles"] not in SUBTITLE_MODES:
             raise LvuError(f"subtitles={s['subtitles']!r} is not a LongVideoBench input — use interleave, none or all")
-        if s["compat"] == "lmms-eval" and "frames" not in given:
+        if is_lmms(s["compat"]) and "frames" not in given:
             s["frames"] = LMMS_FRAMES.get(s["subtitles"], 0)
         if s["compat"] == "vlmevalkit" and "frames" not in given:
             s["frames"] = VLMEVALKIT_FRAMES
@@ -249,6 +251,11 @@ class LongVideoBench(Benchmark):
     @property
     def compat(self) -> str:
         return self.settings["compat"]
+
+    @property
+    def lmms(self) -> bool:
+        """compat=lmms-eval or one of its older releases."""
+        return is_lmms(self.compat)
 
     @property
     def with_subtitles(self) -> bool:
@@ -297,7 +304,7 @@ class LongVideoBench(Benchmark):
                 rate = float(_FPS_WORD.fullmatch(frames).group(1))  # type: ignore[union-attr]
                 return [int(i * fps / rate) for i in range(int(total / fps * rate))], fps
             return Vlmevalkit(n=frames).frame_indices(total, fps), fps
-        if self.compat == "lmms-eval" and not self.with_subtitles:  # `_v`: the model's reader
+        if self.lmms and not self.with_subtitles:  # `_v`: the model's reader
             return Lmms(n=frames).frame_indices(total, fps), fps
         return Lvb(n=frames).frame_indices(total, fps, duration=sample.video.duration), fps
 
@@ -311,7 +318,7 @@ class LongVideoBench(Benchmark):
         options = "\n".join(". ".join([LETTERS[i], c]) for i, c in enumerate(sample.options))
         if self.compat == "official":
             return f"Question: {sample.question}\n{options}\n{INSTRUCTION}"
-        if self.compat == "lmms-eval":
+        if self.lmms:
             return f"{sample.question}\n{options}\n{INSTRUCTION}\n"
         return f"{sample.question}\n{options}\n{INSTRUCTION}"
 
@@ -328,7 +335,7 @@ class LongVideoBench(Benchmark):
         parts: list[Any]
         if self.settings["subtitles"] == "all":  # subtitles only: every cue, file order, no frames
             parts = [*self.cues(sample), Text(text=text)]
-        elif self.compat == "lmms-eval":
+        elif self.lmms:
             if self.with_subtitles:  # `_i`: placeholders + cues on lmms-eval's own timestamp grid
                 d, n = float(sample.video.duration or 0.0), self.settings["frames"]
                 grid = [d / n * i for i in range(n)] if d > n else [float(i) for i in range(int(d) if n else 0)]
@@ -343,7 +350,7 @@ class LongVideoBench(Benchmark):
                 placed = [p.model_copy(update={"text": p.text + "\n"}) if isinstance(p, Subtitle) else p for p in placed]
             parts = [*placed, Text(text=text)]
         return Prompt(parts=parts, choices=list(sample.options), question=sample.question, temperature=0.0,
-                      max_tokens=LMMS_MAX_TOKENS if self.compat == "lmms-eval" else 64)
+                      max_tokens=LMMS_MAX_TOKENS if self.lmms else 64)
 
     # ---- extraction, scoring, aggregation --------------------------------------------------------
 
@@ -351,7 +358,8 @@ class LongVideoBench(Benchmark):
         if self.compat == "vlmevalkit":
             letter = parse_vlmevalkit(response.text)
             return Prediction(value=None if letter is None else LETTERS.index(letter), method="vlmevalkit")
-        letter = parse_official(response.text)
+        text = strip_reasoning_tags(response.text, self.compat) if self.lmms else response.text
+        letter = parse_official(text)
         if letter is None:
             pick = random_letter(self.settings["seed"], sample.id, len(sample.options))
             return Prediction(value=LETTERS.index(pick), method="random")

@@ -257,3 +257,20 @@ ERRATA: list[str] = [
      "cells weighted by the test group sizes (every other test row agrees within 0.3): found by "
      "tests/test_paper_tables.py."),
 ]
+
+DATA_STATS: dict[str, Any] = {
+    "source": "LongVideoBench (arXiv:2407.15754): Tables 1-4, Sec. 3",
+    "questions": 6678, "videos": 3763,
+    "by_split": {"val": {"questions": 1337, "videos": 752}, "test": {"questions": 5341, "videos": 3011}},
+    "words": {"all": {"question": 43.53, "answer": 8.28}},  # question = body + referring query
+    # Table 3's mean durations, landscape and portrait pooled by their video counts
+    "mean_seconds": {"(8,15]": 11.39, "(15,60]": 35.78, "(180,600]": 389.0, "(900,3600]": 1408.0, "all": 473.0},
+    "length_buckets": [("< 8 s", 0, 8, None), ("(8,15] s", 8, 15, None), ("(15,60] s", 15, 60, None),
+                       ("60-180 s (gap)", 60, 180, None), ("(180,600] s", 180, 600, None),
+                       ("600-900 s (gap)", 600, 900, None), ("(900,3600] s", 900, 3600, None),
+                       ("> 1 h", 3600, None, None)],
+    "label_counts": {"question_category": CATEGORY_COUNTS},
+    "notes": ["Table 2's per-category counts are over val + test (they sum to 6,671, the text says 6,678): "
+              "they match a release holding both splits"],
+}
+"""The paper's data statistics, for `lvu data stats longvideobench` (lvu.analysis.data_stats)."""

@@ -30,9 +30,12 @@ Protocol (official = the paper + the THUDM/LVBench scorer; the paper gives no sa
 
 compat="lmms-eval" (lmms_eval/tasks/lvbench, 0.7.3): lmms:N frames (linspace over frame numbers),
 prompt = question string + "\\nAnswer the question with the option letter" (the YAML's, no final
-period), 16 new tokens, extraction `extract_mcq_answer` (0.7.3's priority ranking, choices A-D),
-failed samples count as wrong; lmms-eval itself reports only the overall mean. VLMEvalKit has no
-LVBench task, so compat="vlmevalkit" is refused.
+period), 16 new tokens, the reply after its evaluator strips <think>/<analysis> blocks, extraction
+`extract_mcq_answer` (0.7.2-0.7.3's priority ranking, choices A-D), failed samples count as wrong;
+lmms-eval itself reports only the overall mean. compat="lmms-eval@0.7.1" (releases 0.7.0-0.7.1) and
+"lmms-eval@0.6" (0.6.0-0.6.1, no reasoning-tag stripping) extract with the 2024-06
+`extract_characters_regex` those releases had. VLMEvalKit has no LVBench task, so
+compat="vlmevalkit" is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, json_id_map, read_prediction_lines, register_benchmark
+from lvu.benchmarks.base import (
+    BadRecord, Benchmark, Breakdown, json_id_map, lmms_log_response, read_prediction_lines, register_benchmark,
+)
 from lvu.benchmarks.lvbench_ref import REFERENCE
 from lvu.benchmarks.lvbench_release import (  # noqa: F401 — bins, HUB_REVISION, parsers: importable from here
     CAPABILITIES, CHOICES, CLUE_BINS, HUB_REVISION, LENGTH_BINS, META_FILE, clue_bin, length_bin, load_release,
@@ -51,6 +56,7 @@ from lvu.benchmarks.lvbench_release import (  # noqa: F401 — bins, HUB_REVISIO
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Uniform
 from lvu.scoring.choice import lmms_extract_mcq, mean_pct as _pct
+from lvu.scoring.lmms_eval import LMMS_EVAL, MODES as LMMS_MODES, check_compat, extract_legacy, strip_reasoning_tags
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
     VideoMeta,
@@ -60,7 +66,7 @@ PROMPT_INSTRUCTION = ("Please select the best answer from the options above and 
                       "representing your choice without giving any explanation.")
 LMMS_POST_PROMPT = "\nAnswer the question with the option letter"
 EXPECTED_VIDEOS, EXPECTED_QUESTIONS = 103, 1549
-COMPATS = ("official", "lmms-eval", "vlmevalkit")
+COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 CATEGORY_ORDER = ("Sports", "Documentary", "Event Record", "Lifestyle", "TV Show", "Cartoon")
 
 # ---- the official extraction (lmms-eval's: lvu.scoring.choice.lmms_extract_mcq) ----------
@@ -94,8 +100,7 @@ class LvbenchBenchmark(Benchmark):
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         s = self.settings
-        if s["compat"] not in COMPATS:
-            raise LvuError(f"compat={s['compat']!r} is unknown — use one of {', '.join(COMPATS)}")
+        check_compat(s["compat"], COMPATS, "lvbench")
         if s["compat"] == "vlmevalkit":
             raise LvuError("compat=vlmevalkit: VLMEvalKit has no LVBench task (checked at e8e78f05) — "
                            "use compat=official or compat=lmms-eval")
@@ -175,9 +180,14 @@ class LvbenchBenchmark(Benchmark):
                       max_tokens=max_tokens)
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        if not self.official:
-            letter = lmms_extract_mcq(response.text, CHOICES[: len(sample.options)])
-            return Prediction(value=CHOICES.index(letter) if letter else None, method="lmms-eval extract_mcq_answer")
+        if not self.official:  # lmms-eval: reasoning blocks stripped, then A-D whatever the option count
+            compat = self.settings["compat"]
+            text = strip_reasoning_tags(response.text, compat)
+            if compat == LMMS_EVAL:
+                letter, method = lmms_extract_mcq(text, "ABCD"), "extract_mcq_answer"
+            else:
+                letter, method = extract_legacy(text), "extract_characters_regex@2024-06"
+            return Prediction(value=CHOICES.index(letter) if letter else None, method=f"{compat} {method}")
         if sample.extra.get("verbatim"):  # an official answer file: the scorer compares it as written
             letter, method = response.text, "answer file"
         else:
@@ -260,8 +270,7 @@ class LvbenchBenchmark(Benchmark):
         return read_prediction_lines(
             path, samples, text,
             key_of=lambda row: row["doc"]["uid"] if "doc" in row else row["sample_id"],
-            response_of=lambda row: (((row.get("filtered_resps") or [None])[0] or (row.get("resps") or [[""]])[0][0])
-                                     if "doc" in row else row.get("response")),
+            response_of=lambda row: lmms_log_response(row) if "doc" in row else row.get("response"),
             what="uid", expected="use the {uid: letter} answer file, lvu's export or an lmms-eval log")
 
 

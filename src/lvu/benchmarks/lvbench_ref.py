@@ -66,3 +66,16 @@ ERRATA: list[str] = [
      "wrong but counted (the official scorer keeps every answered uid in the denominator)."),
     "Gemini 1.5 Pro's API took at most 1 h of video; how longer videos were cut is not stated.",
 ]
+
+DATA_STATS: dict[str, Any] = {
+    "source": "LVBench (arXiv:2406.08035): Table 1, Sec. 3, App. B",
+    "questions": 1549, "videos": 103, "options": 4,
+    "mean_seconds": {"all": 4101.0},
+    # Sec. 4.5's length intervals are in the lost Fig. 5: lvu's 30-minute bins (the `video_length` label)
+    "length_buckets": [("< 30 min", 0, 1800, None), ("30-60 min", 1800, 3600, None), ("60-90 min", 3600, 5400, None),
+                       ("90-120 min", 5400, 7200, None), ("> 120 min", 7200, None, None)],
+    "combinations": {"question_type": 26},  # App. B / Fig. 6: the six capabilities combine into 26 question types
+    "notes": ["Fig. 3 (per-capability proportions) and Fig. 6 (the 26 combinations' counts) are images lost "
+              "from the paper's text: only the number of combinations survives"],
+}
+"""The paper's data statistics, for `lvu data stats lvbench` (lvu.analysis.data_stats)."""

@@ -106,7 +106,12 @@ def parse_time_reference(text: Any) -> list[tuple[float, float]]:
 def _rows(qa: Any) -> list[dict]:
     """`qa` as a list of dicts; `datasets` may hand a list of structs over column-wise."""
     if isinstance(qa, dict):
-        n = max((len(v) for v in qa.values() if isinstance(v, list)), default=0)
+        lengths = {k: len(v) for k, v in qa.items() if isinstance(v, list)}
+        if len(set(lengths.values())) > 1:  # which question would get which answer? none: say so
+            shown = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise RecordError(f"'qa' is column-wise with lists of unequal length ({shown}) — every column needs "
+                              "one entry per question")
+        n = max(lengths.values(), default=0)
         return [{k: (v[i] if isinstance(v, list) else v) for k, v in qa.items()} for i in range(n)]
     if not isinstance(qa, list):
         raise RecordError(f"'qa' is a {type(qa).__name__}, not a list — each line needs its list of questions")

@@ -28,8 +28,12 @@ Official protocol (the repo's templates win over the paper, whose Figure 11 prom
 compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @296425e):
 - "lmms-eval": MCQ only; no system prompt or prefill; dev text = question + "(A) …" lines +
   "\nOnly give the best option.\nBest option: (", test text = question + lines; its
-  extract_mcq_answer over A-D only (test E/F never score); lmms:N frames; M-Avg = per-type
-  accuracies summed over its fixed type list (7 dev / 9 test, a missing type counts 0) / list size.
+  extract_mcq_answer over A-D only (test E/F never score) on the reply after its evaluator strips
+  <think>/<analysis> blocks (releases 0.7.2-0.7.3); lmms:N frames; M-Avg = per-type accuracies
+  summed over its fixed type list (7 dev / 9 test, a missing type counts 0) / list size.
+  "lmms-eval@0.7.1" (0.7.0-0.7.1) and "lmms-eval@0.6" (0.6.0-0.6.1, no reasoning-tag stripping):
+  the same, but the letter is the character before the first ")" of the stripped reply, else the
+  whole reply, compared with the answer letter (their `extract_characters_regex`).
 - "vlmevalkit": system, qa_template text, frames, "\nOnly give the best option."; no prefill;
   vlmevalkit:N frames (fps mode int(i*fps_video/F)); check_ans, else can_infer (exact_matching,
   against the FIRST equal candidate); M-Avg = question-weighted over six tasks — its list omits
@@ -52,6 +56,7 @@ from lvu.benchmarks.mlvu_release import (  # noqa: F401 — FOLDERS, Task, answe
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
+from lvu.scoring.lmms_eval import LMMS_EVAL, MODES as LMMS_MODES, check_compat, is_lmms, strip_reasoning_tags
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
@@ -66,7 +71,7 @@ MC_INSTRUCTION = "\nOnly give the best option."
 ASSISTANT_PREFIX = "Best Option: ("
 LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
 JUDGE_PENDING = "needs the MLVU generation judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
-COMPATS = ("official", "lmms-eval", "vlmevalkit")
+COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 PAPER_COUNTS = {
     "dev": {"TR": 264, "AR": 200, "VS": 217, "NQA": 355, "ER": 352, "PQA": 539, "SSC": 201, "AO": 259, "AC": 206},
     "test": {"TR": 91, "AR": 39, "NQA": 60, "ER": 53, "PQA": 50, "SQA": 36, "AO": 70, "AC": 60, "TQA": 43},
@@ -177,8 +182,7 @@ class Mlvu(Benchmark):
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         s = self.settings
-        if s["compat"] not in COMPATS:
-            raise LvuError(f"compat={s['compat']!r} is unknown for mlvu — use one of {', '.join(COMPATS)}")
+        check_compat(s["compat"], COMPATS, "mlvu")
         if s["split"] not in ("dev", "test"):
             raise LvuError(f"split={s['split']!r} is unknown — MLVU has split=dev or split=test")
         if s["subtitles"] not in (None, "none"):
@@ -188,12 +192,12 @@ class Mlvu(Benchmark):
             raise LvuError(f"frames={frames!r} is not a frame count — use a whole number such as 16")
         if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0):
             raise LvuError(f"fps={fps!r} is not a frame rate — use e.g. fps=0.5 (the paper's GPT-4o setting)")
-        if fps is not None and s["compat"] == "lmms-eval":
+        if fps is not None and is_lmms(s["compat"]):
             raise LvuError("lmms-eval samples a frame count only — fps needs --compat official or vlmevalkit")
         self.tasks = self._parse_tasks(str(s["tasks"]))
 
     def _parse_tasks(self, spec: str) -> list[str]:
-        split, lmms = self.settings["split"], self.settings["compat"] == "lmms-eval"
+        split, lmms = self.settings["split"], is_lmms(self.settings["compat"])
         valid = [c for c, t in TASKS.items() if split == "test" or t.file]
         if spec.strip().lower() in ("all", "mc", "gen"):
             spec = spec.strip().lower()
@@ -213,6 +217,11 @@ class Mlvu(Benchmark):
     @property
     def compat(self) -> str:
         return self.settings["compat"]
+
+    @property
+    def lmms(self) -> bool:
+        """compat=lmms-eval or one of its older releases (they differ in extraction only)."""
+        return is_lmms(self.compat)
 
     # ---- loading (mlvu_release.py) ------------------------------------------------------------
 
@@ -255,7 +264,7 @@ class Mlvu(Benchmark):
             if fps is not None:  # VLMEvalKit fps mode
                 step = rate / fps
                 idx = [int(i * step) for i in range(int(total / rate * fps))]
-            elif self.compat == "lmms-eval":
+            elif self.lmms:
                 idx = Lmms(n=n).frame_indices(total, rate)
             elif self.compat == "vlmevalkit":
                 idx = Vlmevalkit(n=n).frame_indices(total, rate)
@@ -271,7 +280,7 @@ class Mlvu(Benchmark):
             parts = ([Text(text=sample.question), *frames] if self.compat == "vlmevalkit"
                      else [*frames, Text(text=sample.question)])
             return Prompt(parts=parts, system=SYSTEM_GEN, max_tokens=1000, **common)
-        if self.compat == "lmms-eval":
+        if self.lmms:
             lines = "\n".join(f"({LETTERS[i]}) {c}" for i, c in enumerate(sample.options))
             post = LMMS_POST_PROMPT if self.settings["split"] == "dev" else ""
             return Prompt(parts=[*frames, Text(text=f"{sample.question}\n{lines}{post}")], max_tokens=16, **common)
@@ -289,9 +298,15 @@ class Mlvu(Benchmark):
         if not sample.options:
             return Prediction(value=reply)
         valid = LETTERS[:len(sample.options)]
-        if self.compat == "lmms-eval":
-            got = lmms_extract_mcq(reply)
-            return Prediction(value=valid.index(got) if got and got in valid else None, method="lmms-eval")
+        if self.lmms:  # its evaluator strips reasoning blocks first
+            text = strip_reasoning_tags(response.text, self.compat)
+            if self.compat == LMMS_EVAL:
+                got = lmms_extract_mcq(text)
+                return Prediction(value=valid.index(got) if got and got in valid else None,
+                                  method=f"{self.compat} extract_mcq_answer")
+            got = check_ans_pred(text.strip())
+            return Prediction(value=valid.index(got) if len(got) == 1 and got in valid else got or None,
+                              method=f"{self.compat} char before the first ')'")
         got = check_ans_pred(reply)
         if self.compat == "vlmevalkit" and got != sample.extra.get("answer_letter"):
             inferred = vlmevalkit_can_infer(reply, sample.options)
@@ -310,9 +325,9 @@ class Mlvu(Benchmark):
                                                                "write_submission writes")
         got = prediction.value
         letter = LETTERS[got] if isinstance(got, int) else (got or "")
-        if self.compat == "lmms-eval":
+        if self.lmms:
             gt = LETTERS[sample.answer] if isinstance(sample.answer, int) else ""
-            rule = "lmms-eval extract_mcq_answer"
+            rule = prediction.method or self.compat
         elif prediction.method == "vlmevalkit-can-infer":
             gt, rule = sample.extra.get("answer_first") or "", "VLMEvalKit can_infer (exact_matching)"
         else:
@@ -362,7 +377,7 @@ class Mlvu(Benchmark):
                     else (math.nan, 0)
                 mc_rows.append((code, acc[code][1], acc[code][0]))
         n_mc = sum(n for _, n in acc.values())
-        if self.compat == "lmms-eval":
+        if self.lmms:
             types = LMMS_TYPES[self.settings["split"]]
             vals = {BY_TYPE[t].code: acc.get(BY_TYPE[t].code, (0.0, 0))[0] for t in types}
             m_avg = sum(0.0 if math.isnan(v) else v for v in vals.values()) / len(types)

@@ -58,6 +58,10 @@ TASKS = {t.code: t for t in (
 BY_TYPE = {qt: t for t in TASKS.values() for qt in t.types}
 FOLDERS = {"NQA": "needle", "SSC": "subPlot"}
 """Video folder names of the repo's older MLVU_all layout, where they differ from question_type."""
+EVIDENCE_KEYS = ("evidence", "needle_position", "segment")
+"""Record keys read as the evidence span ([start, end] seconds, or a list of them) into
+extra["evidence"]. The MLVU release has none (no record carries timestamps); a copy that adds them
+lets `lvu build ladder` cut its videos (lvu.build.ladder)."""
 
 
 # ---- one record -----------------------------------------------------------------------------------
@@ -76,8 +80,9 @@ def _task_of(record: dict, hint: Task | None) -> Task:
     if hint is not None:
         return hint
     qt = record.get("question_type")
-    if qt not in BY_TYPE:
-        raise RecordError(f"question_type {qt!r} is not an MLVU task — expected one of {', '.join(sorted(BY_TYPE))}")
+    if not isinstance(qt, str) or qt not in BY_TYPE:  # a list or an object is no task name either
+        shown = qt if len(repr(qt)) <= 80 else f"a {type(qt).__name__}"
+        raise RecordError(f"question_type {shown!r} is not an MLVU task — expected one of {', '.join(sorted(BY_TYPE))}")
     return BY_TYPE[qt]
 
 
@@ -95,6 +100,9 @@ def to_sample(record: Any, *, task: Task | None, ident: str | None, split: str, 
         raise RecordError("'answer' is missing — every MLVU dev record carries its answer")
     labels: dict[str, str | list[str]] = {"task": task.code, "question_type": qt, "group": task.group}
     extra: dict[str, Any] = {"question_type": qt, "split": split}
+    evidence = next((record[k] for k in EVIDENCE_KEYS if record.get(k) is not None), None)
+    if evidence is not None:
+        extra["evidence"] = evidence
     options: list[str] = []
     if task.generation:
         if has_answer and not isinstance(answer, str):

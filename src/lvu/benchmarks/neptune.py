@@ -42,8 +42,10 @@ Protocol. The official repo has no evaluation code, prompt or GEM release (resea
 15-min clip), max_new_tokens 64, and its `_parse_choice_from_response` ported with its quirks
 (`parse_lmms`: last match wins, no word boundary after the letter, so "the answer is based on"
 reads B and "I answered" reads E; bare letters only in replies of <= 3 words; then option text
-contained anywhere in the reply, first option first). It has no ASR and no open-ended task.
-VLMEvalKit has no Neptune task.
+contained anywhere in the reply, first option first), on the reply after its evaluator strips
+<think>/<analysis> blocks. It has no ASR and no open-ended task. The task code is the same in
+releases 0.7.0-0.7.3 (`compat="lmms-eval@0.7.1"` is accepted and behaves the same); 0.6 had no
+Neptune task. VLMEvalKit has no Neptune task.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ from lvu.media.sampling import Center, Fps, Lmms
 from lvu.media.subtitles import MODES, interleave
 from lvu.scoring import judge_prompts
 from lvu.scoring.choice import mean_pct as _pct
+from lvu.scoring.lmms_eval import (
+    LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, check_compat, is_lmms, strip_reasoning_tags,
+)
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
@@ -73,7 +78,7 @@ EXPECTED_QUESTIONS = {"full": 3268, "mma": 1157, "mmh": 1171}
 EXPECTED_VIDEOS = {"full": 2405, "mma": 1043, "mmh": 1000}
 MAX_SECONDS = 900.0
 """Neptune truncates videos at 15 minutes; questions are about the first 900 s."""
-COMPATS = ("official", "lmms-eval")
+COMPATS = ("official", LMMS_EVAL, LMMS_EVAL_0_7_1)
 FRAME_WORDS = ("1fps", "center", "first")
 OPEN_WORDS = 100
 """GEM truncates open-ended responses to 100 words (paper App. D.3)."""
@@ -178,6 +183,8 @@ class Neptune(Benchmark):
     expected_counts = EXPECTED_QUESTIONS
     reference = REFERENCE
     open_ended = False
+    audio_modes = ("whole", "interleave")
+    """Neptune's raters mark questions audio+video / video-only / audio-only: `--audio` gives the sound."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -185,8 +192,9 @@ class Neptune(Benchmark):
         s = self.settings
         if s["compat"] == "vlmevalkit":
             raise LvuError("VLMEvalKit has no Neptune task — use --compat official or lmms-eval")
-        if s["compat"] not in COMPATS:
-            raise LvuError(f"compat={s['compat']!r} is unknown for {self.name} — use one of {', '.join(COMPATS)}")
+        if s["compat"] == LMMS_EVAL_0_6:
+            raise LvuError("compat='lmms-eval@0.6': lmms-eval's Neptune task came with 0.7 — use compat=lmms-eval")
+        check_compat(s["compat"], COMPATS, self.name)
         data = s.get("data")
         if data and not str(data).startswith("hf:") and (named := subset_of(Path(data).name)):
             if "subset" in given and s["subset"] != named:
@@ -201,9 +209,9 @@ class Neptune(Benchmark):
             raise LvuError(f"frames={frames!r} is not a frame setting — use a count (150), 1fps, center, first or 0")
         if s["subtitles"] not in MODES:
             raise LvuError(f"subtitles={s['subtitles']!r} is unknown — use one of {', '.join(MODES)}")
-        if s["compat"] == "lmms-eval":
-            if self.open_ended or s["subtitles"] != "none":
-                what = "open-ended task" if self.open_ended else "ASR input"
+        if is_lmms(s["compat"]):
+            if self.open_ended or s["subtitles"] != "none" or self.audio_mode != "none":
+                what = "open-ended task" if self.open_ended else "ASR input" if s["subtitles"] != "none" else "audio input"
                 raise LvuError(f"lmms-eval has no Neptune {what} — run {self.name} with --compat official")
             if "frames" not in given:
                 s["frames"] = LMMS_FRAMES
@@ -219,7 +227,7 @@ class Neptune(Benchmark):
 
     @property
     def lmms(self) -> bool:
-        return self.settings["compat"] == "lmms-eval"
+        return is_lmms(self.settings["compat"])
 
     @property
     def ids(self) -> str:
@@ -303,7 +311,8 @@ class Neptune(Benchmark):
         if self.open_ended:
             return Prediction(value=truncate_words(response.text), method=f"first {OPEN_WORDS} words")
         if self.lmms:
-            return Prediction(value=parse_lmms(response.text, sample.options), method="lmms-eval")
+            text = strip_reasoning_tags(response.text, self.settings["compat"])  # as its evaluator does
+            return Prediction(value=parse_lmms(text, sample.options), method="lmms-eval")
         return Prediction(value=parse_option(response.text, self.ids))
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:

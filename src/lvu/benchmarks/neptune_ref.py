@@ -88,3 +88,24 @@ JUDGE_REFERENCE: list[dict[str, Any]] = [
 ]
 """Table 2: F1 of open-ended metrics on the 292-triplet GEM dev set (for the judge of issue 6).
 Erratum: App. D.2 gives Gemini-1.5-pro 72.5 where Table 2 and Sec. 5.2 say 72.8."""
+
+DATA_STATS: dict[str, Any] = {
+    "source": "Neptune (arXiv:2412.09582): Table 1, Sec. 3, Fig. 3",
+    "questions": 3268, "videos": 2405, "options": 5,
+    "mean_seconds": {"all": 150.0}, "max_seconds": 901.0,
+    "by_split": {  # Table 1, per subset (the `subset` setting)
+        "mma": {"questions": 1157, "videos": 1043, "mean_seconds": {"all": 154.0}},
+        "mmh": {"questions": 1171, "videos": 1000, "mean_seconds": {"all": 159.0}},
+    },
+    "words": {"all": {"question": 16.3, "answer": 29.5, "decoy": 29.0}},  # Sec. 3: QAD word lengths
+    # Fig. 3 top-left (the repo's stats.png), % of videos
+    "length_buckets": [("< 30 s", 0, 30, 2.9), ("30 s-1 min", 30, 60, 28.1), ("1-1.5 min", 60, 90, 17.5),
+                       ("1.5-3 min", 90, 180, 25.2), ("3-5 min", 180, 300, 13.7), ("> 5 min", 300, None, 12.7)],
+    # Fig. 3 top-right, read off the bars (about ±5 each; they sum to about 3,250 of 3,268)
+    "label_counts": {"question_type": {
+        "Temporal Ordering": 939, "Summarization": 675, "Visual Narrative": 341, "Cause And Effect": 327,
+        "Other": 264, "State Changes": 212, "Comparison": 182, "Counting": 121, "Identification": 75,
+        "Predictive": 65, "Creator Intent": 31, "Goal Reasoning": 14}},
+    "notes": ["question-type counts are the full set's, read off Fig. 3's bars (about ±5 each)"],
+}
+"""The paper's data statistics, for `lvu data stats neptune` (lvu.analysis.data_stats)."""

@@ -1,8 +1,11 @@
 """Video-MME (Fu et al. 2024, arXiv:2405.21075): 900 YouTube videos, 2,700 four-way MCQs.
 
 Tasks: `videomme` (frames only, the paper's "w/o subs") and `videomme-sub` (frames + the subtitles
-of the sampled frames, "w/ subs"). Labels: duration (short < 2 min, medium 4-15 min, long 30-60
-min; 300 videos each), domain (6), sub_category (30), task_type (12).
+of the sampled frames, "w/ subs"). `videomme-audio` (frames + the whole audio track, Table 5's
+"+Audios"; `--audio whole|interleave` on any of them, official compat only: the audio block goes
+after the frames and before the text, the paper's "frames + subtitles/audios + question" order).
+Labels: duration (short < 2 min, medium 4-15 min, long 30-60 min; 300 videos each), domain (6),
+sub_category (30), task_type (12).
 
 Release formats (parquet, the official grouped JSON in both key schemas, flat JSON/JSONL rows, the
 hub copy) and the one record mapper `row_to_sample`: videomme_release.py.
@@ -40,8 +43,11 @@ given choices directly."; "listed below: \\n"; "No subtitles available"), frames
 (lmms:N), subtitles chosen on its own `subtitle_grid`-frame grid (32; -1 = every frame) over the
 .srt re-read with its parser and font regex (cues without <font color="white" size=".72c"> are
 dropped; order = list(set(indices)) as CPython iterates it), subtitles=all = its Gemini "full
-subtitle" mode, max_new_tokens 16, the 2024-06 extractor (before lmms-eval #1274, 2026-04; its later
-`extract_mcq_answer` is not reproduced), empty extraction counted wrong. `compat="vlmevalkit"`:
+subtitle" mode, max_new_tokens 16, the reply after its evaluator strips <think>/<analysis> blocks,
+read by `_task_utils/mcq_extract.extract_mcq_answer` over A-D (lmms-eval 0.7.2-0.7.3), empty
+extraction counted wrong (all questions in the denominator). `compat="lmms-eval@0.7.1"` (releases
+0.7.0-0.7.1) and `"lmms-eval@0.6"` (0.6.0-0.6.1, no reasoning-tag stripping) use the 2024-06
+`extract_characters_regex` those releases had (before lmms-eval PR #1274). `compat="vlmevalkit"`:
 frames int(i*T/(N+1)), "These are the frames of a video. ..." + "Question: ..\\nAnswer: ", the
 per-frame subtitle rule (copied from video-slicer), its 8-prefix extractor, empty = wrong ('Z').
 """
@@ -63,6 +69,11 @@ from lvu.benchmarks.videomme_release import (  # noqa: F401 — HF_*: still impo
 )
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit, parse_plan
+from lvu.scoring.choice import lmms_extract_mcq
+from lvu.scoring.lmms_eval import (
+    LEGACY_PREFIXES, LMMS_EVAL, MODES as LMMS_MODES, check_compat, extract_legacy, first_letter_after_prefixes,
+    is_lmms, strip_reasoning_tags,
+)
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
     VideoMeta,
@@ -100,32 +111,21 @@ VLMEVALKIT_SUB = ("\nThese are the frames of a video. This video's subtitles are
                   "answer to the following multiple-choice question based on the video. Respond with only the "
                   "letter (A, B, C, or D) of the correct option.\n")
 
-_PREFIXES_2024_06 = ("The best answer is", "The correct answer is", "The answer is", "The answer",
-                     "The best option isThe correct option is",  # the original's two literals, no comma between
-                     "Best answer:Best option:")  # likewise: these two entries never match real replies
+_PREFIXES_2024_06 = LEGACY_PREFIXES  # two glued pairs (missing commas) that never match real replies
 PREFIXES: dict[str, tuple[str, ...]] = {
     "afd52cfe": _PREFIXES_2024_06 + ("Answer:", "Option:", "The correct answer", "The correct option"),
     "2024-06": _PREFIXES_2024_06,
-    "lmms-eval": _PREFIXES_2024_06,
     "vlmevalkit": _PREFIXES_2024_06 + ("Answer:", "Option:"),
 }
 """Prefix lists of the scorers, in order: parse_answer@afd52cfe (current), the 2024-06 scorer (also
-lmms-eval's copy before #1274), VLMEvalKit's utils/videomme.py."""
-COMPATS = ("official", "lmms-eval", "vlmevalkit")
+lmms-eval's copy up to 0.7.1), VLMEvalKit's utils/videomme.py."""
+COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 SUBTITLE_MODES = ("none", "per-frame", "covering", "all")
 
 
 def extract_characters_regex(s: str, prefixes: tuple[str, ...] = PREFIXES["afd52cfe"]) -> str:
     """The official extractor, verbatim: a letter A-D or "" (not answered)."""
-    s = s.strip()
-    for answer_prefix in prefixes:
-        s = s.replace(answer_prefix, "")
-    if len(s.split()) > 10 and not re.search("[ABCD]", s):
-        return ""
-    matches = re.search(r"[ABCD]", s)
-    if matches is None:
-        return ""
-    return matches[0]
+    return first_letter_after_prefixes(s, prefixes)
 
 
 def slicer_indices(total: int, n: int) -> list[int]:
@@ -193,12 +193,15 @@ class VideoMME(Benchmark):
                 "subtitle_grid": 32, "subtitle_dir": None, "response_key": "response"}
     expected_counts = {"test": EXPECTED["questions"]}
     reference = REFERENCE
+    audio_modes = ("whole", "interleave")
+    """The paper's "+Audios" (Table 5): the whole audio after the frames, before the text (`whole`)."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         s = self.settings
-        if s["compat"] not in COMPATS:
-            raise LvuError(f"compat={s['compat']!r} is unknown for {self.name} — use one of {', '.join(COMPATS)}")
+        check_compat(s["compat"], COMPATS, self.name)
+        if self.audio_mode != "none" and s["compat"] != "official":
+            raise LvuError(f"{s['compat']} has no Video-MME audio setting — use --compat official with --audio")
         if s["subtitles"] not in SUBTITLE_MODES:
             raise LvuError(f"subtitles={s['subtitles']!r} is unknown for {self.name} — use one of "
                            f"{', '.join(SUBTITLE_MODES)} (Video-MME lists subtitles as a text block)")
@@ -221,6 +224,11 @@ class VideoMME(Benchmark):
     @property
     def compat(self) -> str:
         return self.settings["compat"]
+
+    @property
+    def lmms(self) -> bool:
+        """compat=lmms-eval or one of its older releases (they differ in extraction only)."""
+        return is_lmms(self.compat)
 
     @property
     def with_subtitles(self) -> bool:
@@ -292,7 +300,7 @@ class VideoMME(Benchmark):
             fps, total = video.rate_and_count()
             return [i / fps for i in plan.frame_indices(total, fps, duration=duration)]
         fps, total = video.rate_and_count()
-        if self.compat == "lmms-eval":
+        if self.lmms:
             indices = Lmms(n=frames).frame_indices(total, fps)
         elif self.compat == "vlmevalkit":
             indices = Vlmevalkit(n=frames).frame_indices(total, fps)
@@ -303,7 +311,7 @@ class VideoMME(Benchmark):
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         self._planned[sample.video.path] = video
         mode = self.settings["subtitles"]
-        if self.compat == "lmms-eval" or mode == "none":
+        if self.lmms or mode == "none":
             engine_mode = "none"  # lmms-eval re-reads the .srt itself (build_prompt)
         else:
             engine_mode = "covering" if mode == "covering" else "all"  # per-frame: selected in build_prompt
@@ -313,7 +321,7 @@ class VideoMME(Benchmark):
     def subtitle_block(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> str:
         """The subtitle lines of the prompt (joined by newlines), per the mode and compat."""
         mode = self.settings["subtitles"]
-        if self.compat == "lmms-eval":
+        if self.lmms:
             fps, total = self._video(sample).rate_and_count()
             path = Path(sample.subtitles.path) if sample.subtitles else None
             return lmms_subtitles(path, fps, total, self.settings["subtitle_grid"], full=mode == "all")
@@ -329,7 +337,7 @@ class VideoMME(Benchmark):
         """The text parts after the frames, exactly; `block` = subtitle lines, None without subtitles."""
         question = sample.question + "\n" + "\n".join(sample.extra.get("option_lines")
                                                       or [f"{LETTERS[i]}. {o}" for i, o in enumerate(sample.options)])
-        if self.compat == "lmms-eval":
+        if self.lmms:
             if block is None:
                 return [f"{LMMS_INSTRUCTION}\n{question}\n{LMMS_POST_PROMPT}"]
             return [f"{LMMS_SUBTITLE_HEADER}{block}\n{LMMS_INSTRUCTION}\n{question}\n{ANSWER_PROMPT}"]
@@ -343,7 +351,7 @@ class VideoMME(Benchmark):
         block = self.subtitle_block(sample, frames, cues) if self.with_subtitles else None
         return Prompt(parts=[*frames, *(Text(text=t) for t in self.prompt_texts(sample, block))],
                       choices=list(sample.options), question=sample.question,
-                      max_tokens=16 if self.compat == "lmms-eval" else 64, temperature=0.0)
+                      max_tokens=16 if self.lmms else 64, temperature=0.0)
 
     # ---- extraction, scoring, aggregation ------------------------------------------------------
 
@@ -353,6 +361,12 @@ class VideoMME(Benchmark):
         return self.settings["scorer"] or sample.extra.get("scorer") or "afd52cfe"
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
+        if self.lmms:  # its evaluator strips reasoning blocks, then the task's extractor reads A-D
+            text = strip_reasoning_tags(response.text or "", self.compat)
+            modern = self.compat == LMMS_EVAL
+            letter = lmms_extract_mcq(text, "ABCD") if modern else extract_legacy(text)
+            method = "extract_mcq_answer" if modern else "extract_characters_regex@2024-06"
+            return Prediction(value=LETTERS.index(letter) if letter else None, method=f"{self.compat} {method}")
         version = self.scorer(sample)
         letter = extract_characters_regex(response.text or "", PREFIXES[version])
         return Prediction(value=LETTERS.index(letter) if letter else None, method=f"extract_characters_regex@{version}")
@@ -425,3 +439,10 @@ class VideoMMESub(VideoMME):
     """Video-MME with subtitles ("w/ subs"): the cues at the sampled frames listed before the question."""
 
     defaults = {**VideoMME.defaults, "subtitles": "per-frame"}
+
+
+@register_benchmark("videomme-audio")
+class VideoMMEAudio(VideoMME):
+    """Video-MME with audio ("+Audios", Table 5): frames, then the whole audio track, then the question."""
+
+    defaults = {**VideoMME.defaults, "audio": "whole"}

@@ -284,8 +284,42 @@ def transcribe(
     return cues
 
 
+def transcribe_samples(
+    audio: np.ndarray,
+    offset: float = 0.0,
+    *,
+    model: str | Path | None = None,
+    language: str | None = None,
+    compute_type: str = "int8",
+    cache: bool = True,
+) -> list[Subtitle]:
+    """`transcribe` for audio already in memory (16 kHz mono float32, e.g. a prompt's Audio clip):
+    cues in the clip's video time (`offset` = the time of its first sample). Cached like video
+    transcripts, keyed by a hash of the samples instead of the video's fingerprint."""
+    model_dir = resolve_model(model)
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
+    entry = None
+    if cache:
+        digest = "pcm:" + hashlib.sha256(audio.tobytes()).hexdigest()[:32] + f"@{offset:.3f}"
+        entry = _entry_path(digest, _model_identity(model_dir), language, compute_type)
+        if (cues := _read_entry(entry)) is not None:
+            return cues
+    with _key_lock(str(entry) if entry else f"pcm-{id(audio)}"):
+        if entry is not None and (cues := _read_entry(entry)) is not None:
+            return cues
+        cues = _whisper_cues(audio, offset, model_dir, language, compute_type, False, "audio clip")
+        if entry is not None:
+            _write_entry(entry, cues)
+    return cues
+
+
 def _run_whisper(video_path, model_dir: Path, language, compute_type: str, progress: bool) -> list[Subtitle]:
     audio, offset = load_audio(video_path)
+    return _whisper_cues(audio, offset, model_dir, language, compute_type, progress, str(video_path))
+
+
+def _whisper_cues(audio: np.ndarray, offset: float, model_dir: Path, language, compute_type: str, progress: bool,
+                  label: str) -> list[Subtitle]:
     whisper = _load_model(model_dir, compute_type)
     if language not in (None, "en") and not whisper.model.is_multilingual:
         raise LvuError(
@@ -295,7 +329,7 @@ def _run_whisper(video_path, model_dir: Path, language, compute_type: str, progr
     cues: list[Subtitle] = []
     total = len(audio) / SAMPLE_RATE
     last = _ms(offset + total)  # Whisper's last timestamp can overshoot the audio
-    with _Progress(progress, total, str(video_path)) as advance:
+    with _Progress(progress, total, label) as advance:
         for a, b in _chunks(audio):
             segments, info = whisper.transcribe(audio[a:b], language=language, **OPTIONS)
             language = language or info.language  # detected once, on the first chunk (as unchunked)

@@ -4,6 +4,7 @@
     chosen = select_cues(cues, plan.timestamps, plan.subtitle_mode)
     parts = interleave(frames, chosen)                    # LongVideoBench order
     block = cues_text(chosen)                             # Video-MME text block body
+    srt_text([(1.0, 2.5, "Hello")])                       # write cues back as SRT
 
 Two official rules live here (both pinned by tests/test_subtitles.py):
 - "covering" (Video-MME): a cue is kept when a sampled frame time t has start <= t < end, the
@@ -19,6 +20,7 @@ from __future__ import annotations
 import bisect
 import html
 import json
+import math
 import re
 from pathlib import Path
 
@@ -70,6 +72,15 @@ def load_cues(
     return sorted(cues, key=lambda c: c.start)  # stable: equal starts keep file order
 
 
+def srt_text(cues: list[tuple[float, float, str]]) -> str:
+    """(start, end, text) cues in seconds as an SRT file's text (times rounded to milliseconds)."""
+    def ts(t: float) -> str:
+        ms = round(t * 1000)
+        return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+
+    return "".join(f"{i}\n{ts(a)} --> {ts(b)}\n{text}\n\n" for i, (a, b, text) in enumerate(cues, start=1))
+
+
 def _read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
@@ -107,7 +118,22 @@ def _broken(path: Path, kind: str, detail: str) -> SubtitleError:
     return SubtitleError(f"{path}: not a valid {kind} file ({detail}) — {fix}")
 
 
+_HUGE_NUMBER = re.compile(r"\d{10,}")  # no time field has ten digits: 10^9 hours is no video
+# A WebVTT cue timing line, "[hh:]mm:ss.ttt --> [hh:]mm:ss.ttt[ settings]", as leniently as
+# webvtt-py reads it (its non-strict pattern): every file it read before still reads.
+_VTT_TIME = r"(?:\d+:)?\d{1,2}:\d{1,2}\.\d{1,3}"
+_VTT_TIMING = re.compile(rf"\s*{_VTT_TIME}\s*-->\s*{_VTT_TIME}(?:\s.*)?")
+_LOOKS_LIKE_TIMING = re.compile(r"\s*\d[\d:.,]*\s*-+>|.*-->")  # what a writer meant as a timing line
+
+
+def _bad_line(text: str, bad) -> tuple[int, str] | None:
+    """(1-based number, text) of the first line for which `bad(line)` holds."""
+    return next(((n, line) for n, line in enumerate(text.splitlines(), 1) if bad(line)), None)
+
+
 def _srt_cues(path: Path, text: str, _duration: float | None) -> list[tuple[float, float, str]]:
+    if found := _bad_line(text, lambda line: "-->" in line and _HUGE_NUMBER.search(line)):
+        raise _broken(path, "SRT", f"line {found[0]}: time out of range {found[1].strip()[:30]!r}")
     try:
         items = pysrt.from_string(text, error_handling=pysrt.ERROR_RAISE)
     except pysrt.Error as e:  # raise, not skip: a silently lost cue would change the prompt
@@ -117,6 +143,11 @@ def _srt_cues(path: Path, text: str, _duration: float | None) -> list[tuple[floa
 
 
 def _vtt_cues(path: Path, text: str, _duration: float | None) -> list[tuple[float, float, str]]:
+    # webvtt-py drops a cue whose timing line it cannot read without a word: check them first.
+    bad = _bad_line(text, lambda line: bool(_LOOKS_LIKE_TIMING.match(line))
+                    and (not _VTT_TIMING.fullmatch(line) or bool(_HUGE_NUMBER.search(line))))
+    if bad:
+        raise _broken(path, "WebVTT", f"line {bad[0]}: bad cue timing {bad[1].strip()[:45]!r}")
     try:
         captions = webvtt.from_string(text)
     except Exception as e:  # webvtt raises MalformedFileError and friends
@@ -139,7 +170,7 @@ def _json_cues(path: Path, text: str, duration: float | None) -> list[tuple[floa
         if not isinstance(items, list):
             raise TypeError("expected a list of cues")
         out = []
-        for item in items:
+        for i, item in enumerate(items):
             if "timestamp" in item:
                 start, end = item["timestamp"]
             else:
@@ -149,11 +180,37 @@ def _json_cues(path: Path, text: str, duration: float | None) -> list[tuple[floa
             if end is None:
                 end = duration if duration is not None else start
             end = _seconds(end)
+            if bad := next((t for t in (start, end) if not 0 <= t < math.inf), None):  # NaN fails both
+                line = _item_lines(text)
+                where = f"cue {i + 1}" + (f" at line {line[i]}" if i < len(line) else "")
+                raise ValueError(f"{where}: time {bad!r} is not seconds >= 0")
             out.append((start, end, str(body or "")))
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
         detail = f"missing key {e}" if isinstance(e, KeyError) else str(e)
         raise _broken(path, "LongVideoBench JSON subtitle", detail) from None
     return out
+
+
+def _item_lines(text: str) -> list[int]:
+    """The line each item of a top-level JSON list starts on (as far as it reads; [] for another
+    shape), to name a bad cue's line."""
+    decoder, lines = json.JSONDecoder(), []
+    i = len(text) - len(text.lstrip())
+    if text[i:i + 1] != "[":
+        return lines
+    i, line, counted = i + 1, 1, 0
+    try:
+        while True:
+            i += len(text[i:]) - len(text[i:].lstrip())
+            if text[i:i + 1] in ("]", ""):
+                return lines
+            line, counted = line + text.count("\n", counted, i), i
+            lines.append(line)
+            _, i = decoder.raw_decode(text, i)
+            i += len(text[i:]) - len(text[i:].lstrip())
+            i += text[i:i + 1] == ","
+    except ValueError:
+        return lines
 
 
 def _seconds(value: object) -> float:

@@ -18,6 +18,13 @@ class Model(ABC):
     """Arguments that cannot change answers (retries, timeouts, caching, concurrency): left out
     of the run id, so re-running with e.g. more retries resumes the same run."""
 
+    accepts_audio: ClassVar[bool] = False
+    """Whether the backend sends Audio prompt parts to its model (OpenAI-compatible `input_audio`,
+    Gemini inline audio, hf processors with a feature extractor). A run with `--audio` refuses a
+    backend that does not, in one line before any call (`check_audio`); never drops the sound.
+    For a wrapper or a backend that knows only once loaded, True means "maybe": `takes_audio()`
+    on the instance answers."""
+
     refresh: bool = False
     """Set by `bypass_cache()`: every answer is recomputed, none is read from a response cache."""
 
@@ -32,6 +39,10 @@ class Model(ABC):
     @abstractmethod
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         """Answer one prompt. Errors are returned in Response.error, not raised."""
+
+    def takes_audio(self) -> bool:
+        """Whether this model, as built, gets the prompt's audio (wrappers ask the model they wrap)."""
+        return self.accepts_audio
 
     def bypass_cache(self) -> None:
         """Recompute every answer from now on (`--fresh`): read nothing from a response cache — a
@@ -58,3 +69,17 @@ class Model(ABC):
 
 MODELS: Registry[Model] = Registry("model", base=Model, group="lvu.models")  # + plugins: docs/plugins.md
 register_model = MODELS.register
+
+
+def check_audio(model: Model | type[Model], audio_mode: str, benchmark: str) -> None:
+    """A one-line LvuError when the run gives audio (`audio_mode` not "none") and the model (a
+    class: its `accepts_audio`; an instance: `takes_audio()`) would not send it."""
+    if audio_mode == "none":
+        return
+    ok = model.takes_audio() if isinstance(model, Model) else model.accepts_audio
+    if not ok:
+        from lvu.errors import LvuError
+
+        raise LvuError(f"model {model.name!r} cannot take audio, and {benchmark} runs with --audio {audio_mode} — "
+                       "use an audio-capable backend (openai to a server with input_audio, gemini, hf with an "
+                       "audio processor, ocr-match with Whisper) or --audio none")

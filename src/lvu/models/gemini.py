@@ -1,7 +1,8 @@
 """gemini: Google's Gemini models through the `google-genai` SDK (`pip install 'lvu[gemini]'`).
 
 The prompt becomes one user turn whose parts follow the prompt's order: frames as inline JPEG
-image parts, text and subtitle cues as text parts; the system prompt is the system instruction;
+image parts, audio clips as inline `audio/wav` parts (16-bit PCM), text and subtitle cues as text
+parts; the system prompt is the system instruction;
 temperature / max tokens / seed (and log-probabilities when asked) go in the generation config.
 With `video_upload=true` the prompt's frames are replaced by the video file itself (uploaded
 once per process through the Files API) at the place of the first frame, with the frame rate
@@ -43,7 +44,7 @@ from lvu.models.retry import (
     retryable_status,
     with_retries,
 )
-from lvu.types import Frame, Prompt, Response, as_rgb
+from lvu.types import Audio, Frame, Prompt, Response, as_rgb
 
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 GEMINI_URL = "https://generativelanguage.googleapis.com"
@@ -53,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "api_key_env": None, "base_url": None, "vertexai": False, "project": None, "location": None,
     "temperature": None, "max_tokens": None, "seed": None, "logprobs": None, "thinking_budget": None,
     "media_resolution": None, "quality": 90, "prefix": "user", "video_upload": False, "video_fps": None,
+    "audio_format": "wav",
     "timeout": 120.0, "max_retries": 6, "backoff": 1.0, "backoff_max": 60.0, "cache": True,
 }
 """Every argument but `model` (required), with its default."""
@@ -118,7 +120,7 @@ def plan_fps(prompt: Prompt) -> float:
 
 
 def build_contents(prompt: Prompt, *, quality: int = 90, prefix: str = "user",
-                   video: Any = None) -> list[Any]:
+                   video: Any = None, audio_format: str = "wav") -> list[Any]:
     """The `contents` for a prompt: one user Content with one Part per prompt part, in order
     (frames as inline image/jpeg bytes, text and cues as text). With `video` (a
     `types.Part` holding the uploaded file), it stands where the first frame was and the other
@@ -134,6 +136,10 @@ def build_contents(prompt: Prompt, *, quality: int = 90, prefix: str = "user",
             elif not placed:
                 parts.append(video)
                 placed = True
+        elif isinstance(part, Audio):  # inline audio: the clip as WAV (16-bit PCM), FLAC or MP3 bytes
+            from lvu.media.audio import FORMATS, encode
+
+            parts.append(types.Part.from_bytes(data=encode(part, audio_format), mime_type=FORMATS[audio_format]))
         else:
             parts.append(types.Part.from_text(text=part.text))
     if video is not None and not placed:
@@ -269,6 +275,7 @@ class Gemini(Model):
     docs/models/gemini.md."""
 
     run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "cache")
+    accepts_audio = True  # inline audio/wav parts (with video_upload the uploaded file carries its own sound too)
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -302,6 +309,9 @@ class Gemini(Model):
         if a["prefix"] not in PREFIX_MODES:
             raise LvuError(f"gemini: prefix={a['prefix']!r} — use one of {', '.join(PREFIX_MODES)}")
         self.prefix = a["prefix"]
+        if a["audio_format"] not in ("wav", "flac", "mp3"):
+            raise LvuError(f"gemini: audio_format={a['audio_format']!r} — use wav, flac or mp3")
+        self.audio_format = a["audio_format"]
         self.video_upload = _flag("video_upload", a["video_upload"])
         self.video_fps = None if a["video_fps"] is None else _number("video_fps", a["video_fps"], low=0.0001)
         if self.video_fps is not None and self.video_fps > MAX_FPS:
@@ -338,7 +348,8 @@ class Gemini(Model):
 
     def request(self, prompt: Prompt, video: Any = None) -> tuple[list[Any], Any]:
         """(contents, config) for a prompt — exactly what is sent."""
-        contents = build_contents(prompt, quality=self.quality, prefix=self.prefix, video=video)
+        contents = build_contents(prompt, quality=self.quality, prefix=self.prefix, video=video,
+                                  audio_format=self.audio_format)
         config = build_config(prompt, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                               logprobs=self.logprobs, thinking_budget=self.thinking_budget,
                               media_resolution=self.media_resolution)

@@ -3,8 +3,9 @@
 `lvu run -b videomme -m hf -a model=Qwen/Qwen2-VL-7B-Instruct -a dtype=bfloat16 -a batch_size=4`
 
 The prompt becomes the model's own chat template: an optional system turn, then one user turn
-whose content is the prompt's parts *in order* — `{"type": "image"}` per frame and
-`{"type": "text"}` per run of text (consecutive Text/Subtitle parts joined with newlines) — then
+whose content is the prompt's parts *in order* — `{"type": "image"}` per frame, `{"type": "audio"}`
+per audio clip (processors with a feature extractor; lvu.models.hf_audio) and `{"type": "text"}`
+per run of text (consecutive Text/Subtitle parts joined with newlines) — then
 the generation prompt, then `assistant_prefix` when the protocol has one. Frames go to the
 processor as PIL images in the same order. The response is the generated continuation only.
 
@@ -38,7 +39,8 @@ from typing import Any
 from lvu.args import as_bool, as_dict, as_float, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
-from lvu.types import Frame, Prompt, Response, Subtitle, Text, as_rgb
+from lvu.models.hf_audio import OMNI_TYPES
+from lvu.types import Audio, Frame, Prompt, Response, Subtitle, Text, as_rgb
 
 ARGS = {
     "model": "local directory or hub id (required)",
@@ -99,6 +101,9 @@ def messages_for(prompt: Prompt) -> tuple[list[dict[str, Any]], list[Any]]:
             flush()
             content.append({"type": "image"})
             images.append(Image.fromarray(as_rgb(part.image)))
+        elif isinstance(part, Audio):  # the clip goes to the processor in order (lvu.models.hf_audio)
+            flush()
+            content.append({"type": "audio"})
         elif isinstance(part, (Text, Subtitle)):
             texts.append(part.text)
     flush()
@@ -114,6 +119,7 @@ class HFModel(Model):
     """Local transformers image-text-to-text model (`model=HF_ID`): frames as images in prompt order."""
 
     run_neutral_args = ("batch_wait",)
+    accepts_audio = True  # when its processor takes audio: takes_audio() once loaded
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -204,6 +210,8 @@ class HFModel(Model):
         extra = dict(self.args.get("processor_kwargs") or {})
         try:
             processor = AutoProcessor.from_pretrained(self.model_id, trust_remote_code=trust, **extra)
+            if not hasattr(processor, "image_processor") and self.model_type in OMNI_TYPES:
+                return self._load_omni(trust, extra)  # the checkpoint's parts, without a processor config
             if not hasattr(processor, "image_processor"):
                 raise LvuError(f"hf: {self.model_id!r} has no image processor (is it a text-only model?)")
             self.processor, self.kind = processor, "auto"
@@ -211,6 +219,8 @@ class HFModel(Model):
         except LvuError:
             raise
         except Exception as e:  # ImportError (torchvision) or transformers' lazy-mapping AttributeError
+            if self.model_type in OMNI_TYPES:
+                return self._load_omni(trust, extra)
             if self.model_type not in QWEN_TYPES:
                 raise LvuError(
                     f"hf: the processor of {self.model_id!r} ({self.model_type}) cannot load: {_first_line(e)}. "
@@ -224,6 +234,23 @@ class HFModel(Model):
             if self.tokenizer.chat_template is None:
                 self.tokenizer.chat_template = _chat_template_file(self.model_id)
         self.tokenizer.padding_side = "left"
+
+    def _load_omni(self, trust: bool, extra: dict[str, Any]) -> None:
+        """Qwen2.5-Omni's thinker without its AutoProcessor: images and audio rebuilt (hf_audio)."""
+        from lvu.models.hf_audio import load_omni_parts
+
+        self.processor, self.kind = None, "qwen-omni"
+        self.omni = load_omni_parts(self.model_id, self.model.config, trust, extra)
+        self.tokenizer = self.omni["tokenizer"]
+        if self.tokenizer.chat_template is None:
+            self.tokenizer.chat_template = _chat_template_file(self.model_id)
+        self.tokenizer.padding_side = "left"
+
+    def takes_audio(self) -> bool:
+        """Qwen2.5-Omni (rebuilt), or a processor with a feature extractor."""
+        from lvu.models.hf_audio import processor_hears
+
+        return self.kind == "qwen-omni" or processor_hears(self.processor)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -244,10 +271,17 @@ class HFModel(Model):
         text += prompt.assistant_prefix or ""
         bos = self.tokenizer.bos_token
         special = not (bos and text.startswith(bos))  # what ProcessorMixin.apply_chat_template does
+        audios = [a.float_samples() for a in prompt.audio]
+        if audios and not self.takes_audio():
+            raise LvuError(f"hf: {self.model_id!r} ({self.model_type}) takes no audio — run with --audio none")
         if self.processor is not None:
             out = self.processor(text=[text], images=[images] if images else None, return_tensors="pt",
-                                 add_special_tokens=special)
+                                 add_special_tokens=special, **({"audio": audios} if audios else {}))
             return dict(out)
+        if self.kind == "qwen-omni":
+            from lvu.models.hf_audio import encode_omni
+
+            return encode_omni(self.omni, text, images, audios, special, self.model_id)
         return self._encode_qwen(text, images, special)
 
     def _encode_qwen(self, text: str, images: list[Any], special: bool) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """ocr-match: a real, offline model that answers multiple-choice prompts from the text it reads.
 
 It reads every frame of the prompt with rapidocr (PP-OCR ONNX models that ship inside the PyPI
-package; `pip install 'lvu[ocr]'`), takes the subtitle cues with their spans, and picks the
-option best supported by that *timed* text evidence. It only sees the Prompt — never a sample's
+package; `pip install 'lvu[ocr]'`), takes the subtitle cues with their spans, hears the audio
+clips of an `--audio` run (Whisper tiny.en through lvu.media.asr, `lvu[asr]`: each clip's
+transcript becomes timed cues), and picks the option best supported by that *timed* text evidence. It only sees the Prompt — never a sample's
 answer — and knows no benchmark. The question (`prompt.question`, else the prompt text) is parsed
 for what it asks:
 
@@ -42,7 +43,7 @@ from lvu.args import as_cache, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.paths import cache_dir as default_cache_dir
-from lvu.types import LETTERS, Frame, Prompt, Response, Subtitle, Text, as_rgb
+from lvu.types import LETTERS, Audio, Frame, Prompt, Response, Subtitle, Text, as_rgb
 
 MIN_SCORE = 0.5
 """OCR lines recognised with less confidence are ignored."""
@@ -385,6 +386,7 @@ class OcrMatch(Model):
     directory; default True = <cache>/ocr)."""
 
     run_neutral_args = ("threads", "cache")
+    accepts_audio = True  # it hears by transcribing: Whisper (lvu[asr]) turns each clip into timed cues
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -417,7 +419,30 @@ class OcrMatch(Model):
                 lines = [normalize(ln.text) for ln in self.reader.read(f.image) if ln.score >= MIN_SCORE]
                 frames.append((f.timestamp, [ln for ln in lines if ln]))
         cues = [(c.start, c.end, normalize(c.text)) for c in prompt.parts if isinstance(c, Subtitle)]
+        cues += [(c.start, c.end, normalize(c.text)) for c in self.heard(prompt)]
         return Evidence(sorted(frames, key=lambda x: x[0]), cues)
+
+    def takes_audio(self) -> bool:
+        return importlib.util.find_spec("faster_whisper") is not None
+
+    def heard(self, prompt: Prompt) -> list[Subtitle]:
+        """The prompt's audio as timed cues: Whisper's transcript (lvu.media.asr, cached per content)
+        of each run of contiguous clips — interleaved clips are heard as the one stream they cut, so
+        a word split at a frame boundary is not lost — in video time."""
+        from lvu.media.asr import transcribe_samples
+
+        clips = sorted((p for p in prompt.parts if isinstance(p, Audio) and p.samples is not None and len(p.samples)),
+                       key=lambda c: c.start)
+        runs: list[list[Audio]] = []
+        for clip in clips:
+            if runs and abs(runs[-1][-1].end - clip.start) < 1e-3 and clip.sample_rate == runs[-1][-1].sample_rate:
+                runs[-1].append(clip)
+            else:
+                runs.append([clip])
+        out: list[Subtitle] = []
+        for run in runs:
+            out += transcribe_samples(np.concatenate([c.float_samples() for c in run]), run[0].start)
+        return out
 
     def answer(self, prompt: Prompt) -> str:
         """The option letter (or, without options, the text read closest to the asked time)."""

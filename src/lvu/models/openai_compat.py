@@ -4,12 +4,14 @@ SGLang, Ollama, LM Studio...) through the official `openai` SDK's async client.
     lvu run -b videomme -m openai -a model=Qwen/Qwen2.5-VL-7B-Instruct -a base_url=http://localhost:8000/v1
 
 A prompt becomes one user message whose content parts follow the prompt's parts in order: each
-frame a base64 JPEG `image_url` part, each text or subtitle part a `text` part (`to_messages`).
+frame a base64 JPEG `image_url` part, each audio clip an `input_audio` part (base64 16-bit PCM
+WAV), each text or subtitle part a `text` part (`to_messages`).
 The API key comes from the environment only (`OPENAI_API_KEY`, or the variable `api_key_env`
 names) and is never part of the model's identity, the run spec, the response cache or an error.
 
 Retries are ours (the SDK's own are off), through the shared `lvu.models.retry.with_retries`:
-429 (but not insufficient_quota), 5xx, 408/409, timeouts and connection errors are retried with
+429 (but not insufficient_quota), 5xx, 408/409, timeouts, connection errors and HTTP 200 answers
+that are no completion (malformed JSON, an empty `choices` list: `MalformedReply`) are retried with
 exponential backoff and jitter, waiting what `Retry-After` / `retry-after-ms` asks for when the
 server says (at most `max_wait`). Other failures (context length, other 4xx, refusals, content
 filter, empty replies) come back at once as a one-line `Response.error`. Successful responses are
@@ -41,7 +43,7 @@ from lvu.errors import LvuError
 from lvu.models import response_cache
 from lvu.models.base import Model, register_model
 from lvu.models.openai_reply import one_line as _one_line
-from lvu.models.openai_reply import parse_completion
+from lvu.models.openai_reply import NO_CHOICES, parse_completion
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
 from lvu.models.retry import (
     PREFLIGHT_TIMEOUT,
@@ -51,7 +53,8 @@ from lvu.models.retry import (
     retryable_status,
     with_retries,
 )
-from lvu.types import Frame, Prompt, Response, as_rgb
+from lvu.media.audio import encode as encode_audio
+from lvu.types import Audio, Frame, Prompt, Response, as_rgb
 
 OPENAI_URL = "https://api.openai.com/v1"
 PREFIX_MODES = ("auto", "continue", "message", "user")
@@ -62,7 +65,7 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens_field": "max_tokens", "seed": None, "logprobs": False, "top_logprobs": 5,
     "quality": 90, "detail": None, "max_side": None, "prefix": "auto", "timeout": 120.0,
     "max_retries": 6, "backoff": 1.0, "backoff_max": 60.0, "max_wait": 300.0, "cache": True,
-    "max_concurrency": None, "extra_body": None, "http": "auto",
+    "max_concurrency": None, "extra_body": None, "http": "auto", "audio_format": "wav",
 }
 """Every argument but `model` (required), with its default."""
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
@@ -148,7 +151,8 @@ def _encode_pool() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def to_messages(prompt: Prompt, *, quality: int = 90, detail: str | None = None, max_side: int | None = None,
-                prefix: str = "message", encode: Callable[[Any], str] | None = None) -> list[dict[str, Any]]:
+                prefix: str = "message", encode: Callable[[Any], str] | None = None,
+                audio_format: str = "wav") -> list[dict[str, Any]]:
     """The chat messages for a prompt: [system], one user message with one content part per prompt
     part in the prompt's order (frames as `image_url` data URLs of base64 JPEGs, text and subtitle
     parts as `text`), then the assistant prefix — as a final assistant message (`prefix` "message"
@@ -165,6 +169,9 @@ def to_messages(prompt: Prompt, *, quality: int = 90, detail: str | None = None,
             if detail:
                 url["detail"] = detail
             content.append({"type": "image_url", "image_url": url})
+        elif isinstance(part, Audio):  # OpenAI's audio input part: base64 WAV (16-bit PCM) or MP3
+            data = base64.b64encode(encode_audio(part, audio_format)).decode("ascii")
+            content.append({"type": "input_audio", "input_audio": {"data": data, "format": audio_format}})
         else:
             content.append({"type": "text", "text": part.text})
     if prompt.assistant_prefix and prefix == "user":
@@ -185,10 +192,18 @@ retry_after = retry_after_from_headers
 """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
 
 
+class MalformedReply(Exception):
+    """An HTTP 200 that holds no completion: JSON cut off or garbled, or no `choices`. A proxy or
+    an overloaded server's glitch, so it is retried like a 5xx."""
+
+
 def is_retryable(e: BaseException) -> bool:
-    """429 (not insufficient_quota), 408, 409 and 5xx API errors; timeouts and connection errors."""
+    """429 (not insufficient_quota), 408, 409 and 5xx API errors; timeouts and connection errors;
+    malformed 200 answers (MalformedReply)."""
     import openai
 
+    if isinstance(e, MalformedReply):
+        return True
     if isinstance(e, openai.APIStatusError):
         return retryable_status(e.status_code, e.code, also=(409,))
     return isinstance(e, openai.APIConnectionError)  # includes APITimeoutError
@@ -247,6 +262,7 @@ class OpenAICompat(Model):
 
     run_neutral_args = ("timeout", "max_retries", "backoff", "backoff_max", "max_wait", "cache", "max_concurrency",
                         "http")
+    accepts_audio = True  # `input_audio` parts: the server's model must take audio (else it answers 400)
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -280,6 +296,9 @@ class OpenAICompat(Model):
         if a["detail"] is not None and a["detail"] not in DETAILS:
             raise LvuError(f"openai: detail={a['detail']!r} — use one of {', '.join(DETAILS)}")
         self.detail = a["detail"]
+        if a["audio_format"] not in ("wav", "mp3"):  # what OpenAI's input_audio takes
+            raise LvuError(f"openai: audio_format={a['audio_format']!r} — use wav or mp3")
+        self.audio_format = a["audio_format"]
         self.max_side = None if a["max_side"] is None else _as_number("max_side", a["max_side"], int, 1)
         if a["prefix"] not in PREFIX_MODES:
             raise LvuError(f"openai: prefix={a['prefix']!r} — use one of {', '.join(PREFIX_MODES)}")
@@ -367,7 +386,8 @@ class OpenAICompat(Model):
         """The exact JSON body sent for a prompt (what the cache key hashes)."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": to_messages(prompt, detail=self.detail, prefix=self.prefix, encode=self._encode),
+            "messages": to_messages(prompt, detail=self.detail, prefix=self.prefix, encode=self._encode,
+                                    audio_format=self.audio_format),
             "temperature": self.temperature if self.temperature is not None else prompt.temperature,
             self.max_tokens_field: self.max_tokens if self.max_tokens is not None else prompt.max_tokens,
         }
@@ -423,8 +443,14 @@ class OpenAICompat(Model):
             # cache key hashes goes out, and the SDK's per-field transform of `create()` (several ms
             # for a prompt of many image parts, under the event loop) is skipped. Errors and auth
             # headers are the SDK's; the reply comes back as its JSON (cast_to=object): see openai_reply.
-            reply = await client.post("/chat/completions", body=body, cast_to=object)
-            return parse_completion(reply, logprobs=self.logprobs)
+            try:
+                reply = await client.post("/chat/completions", body=body, cast_to=object)
+            except ValueError as e:  # the SDK's json.JSONDecodeError: a 200 whose body is not JSON
+                raise MalformedReply(f"malformed JSON in the reply ({_one_line(str(e), 120)})") from None
+            response = parse_completion(reply, logprobs=self.logprobs)
+            if response.error == NO_CHOICES:
+                raise MalformedReply(NO_CHOICES.removeprefix("openai: "))
+            return response
 
         retries = 0
 
@@ -440,6 +466,9 @@ class OpenAICompat(Model):
                                       on_retry=count)
         except (openai.APIStatusError, openai.APIConnectionError) as e:  # not retryable, or retries exhausted
             return Response(error=self._describe(e, retries), unreachable=is_unreachable(e))
+        except MalformedReply as e:  # retries exhausted
+            tries = f" (after {retries + 1} attempts)" if retries else ""
+            return Response(error=self._scrub(f"openai: {e}{tries}"))
         except Exception as e:  # malformed responses and the like: this sample only
             return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
 

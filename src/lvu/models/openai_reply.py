@@ -11,6 +11,9 @@ from typing import Any
 from lvu.types import Response
 
 
+NO_CHOICES = "openai: empty response (no choices)"
+
+
 def one_line(text: str, limit: int = 400) -> str:
     text = re.sub(r"\s+", " ", str(text)).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -25,7 +28,7 @@ def parse_completion(completion: Any, *, logprobs: bool = False) -> Response:
              if isinstance(v := usage_in.get(k), int)}
     choices = data.get("choices") or []
     if not choices:
-        return Response(usage=usage, error="openai: empty response (no choices)")
+        return Response(usage=usage, error=NO_CHOICES)
     choice = choices[0]
     message = choice.get("message") or {}
     if message.get("refusal"):

@@ -80,12 +80,16 @@ class PromptProbe(Model):
     """A wrapper that rewrites the prompt and asks `base`."""
 
     own_args: ClassVar[set[str]] = set()
+    accepts_audio = True  # when the wrapped model does (takes_audio)
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
         _check_args(self.name, args, self.own_args, ("base",))
         base, base_args = split_role_args(args, "base")
         self.base = build_model(base, base_args)  # type: ignore[arg-type]
+
+    def takes_audio(self) -> bool:
+        return self.base.takes_audio()
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -110,7 +114,11 @@ class PromptProbe(Model):
 class Blind(PromptProbe):
     """Text-only probe of `base=NAME`: frames and subtitles removed (Neptune's QAD baseline).
 
-    Question, options and all other text stay, in order — the 'no visual' probes."""
+    Question, options and all other text stay, in order — the 'no visual' probes. Audio clips go
+    too (the question alone): a blind probe of an `--audio` run is the run's blind row."""
+
+    def takes_audio(self) -> bool:
+        return True  # it removes the audio by design, whatever the base takes
 
     def rewrite(self, prompt: Prompt) -> Prompt:
         return prompt.model_copy(update={"parts": [p for p in prompt.parts if isinstance(p, Text)]})
@@ -120,7 +128,7 @@ class Blind(PromptProbe):
 class BlindAsr(PromptProbe):
     """No-visual probe of `base=NAME`: frames removed, subtitle/ASR cues kept (Neptune's QAD+ASR).
 
-    Text and cues keep their order."""
+    Text, cues and audio clips keep their order."""
 
     def rewrite(self, prompt: Prompt) -> Prompt:
         return prompt.model_copy(update={"parts": [p for p in prompt.parts if not isinstance(p, Frame)]})

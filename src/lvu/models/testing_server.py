@@ -12,7 +12,8 @@ ones at a configurable rate (`fault_rate`, drawn from `faults` with a seeded RNG
 Faults: "429" (with `Retry-After: retry_after` seconds), "500", "503", "401", "404", "context"
 (400 context_length_exceeded), "timeout" (answers only after `hang` seconds), "drop" (closes the
 connection without answering), "refusal" (200 with message.refusal set), "empty" (200, empty
-content), "filter" (200, finish_reason=content_filter).
+content), "filter" (200, finish_reason=content_filter), "bad_json" (200 whose body is cut-off JSON),
+"no_choices" (200 with an empty `choices` list).
 
 Runs on its own event loop in a daemon thread (`start`/`stop`, or as a context manager), or as
 a separate process for benchmarks: `python -m lvu.models.testing_server --latency 0.3` prints
@@ -33,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULTS = ("429", "500", "503", "401", "404", "context", "timeout", "drop", "refusal", "empty", "filter")
+FAULTS = ("429", "500", "503", "401", "404", "context", "timeout", "drop", "refusal", "empty", "filter", "bad_json",
+          "no_choices")
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
@@ -206,6 +208,8 @@ class FakeOpenAIServer:
         elif fault == "404":
             await self._send(writer, 404, _error(f"The model {body and body.get('model')!r} does not exist",
                                                  "model_not_found"))
+        elif fault == "bad_json":  # a proxy that cut the body, or a server that wrote half of it
+            await self._send(writer, 200, self._completion(body or {}, None), cut=True)
         elif fault == "context":
             await self._send(writer, 400, _error(
                 "This model's maximum context length is 128000 tokens. However, your messages resulted "
@@ -241,18 +245,56 @@ class FakeOpenAIServer:
         n_prompt = len(json.dumps(body.get("messages", []))) // 4
         n_out = len(text or "")
         return {"id": f"chatcmpl-{self.n_requests}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", "fake"), "choices": [choice],
+                "model": body.get("model", "fake"), "choices": [] if fault == "no_choices" else [choice],
                 "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}}
 
     @staticmethod
     async def _send(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],
-                    extra: dict[str, str] | None = None) -> None:
+                    extra: dict[str, str] | None = None, cut: bool = False) -> None:
         data = json.dumps(payload).encode()
+        if cut:  # a complete HTTP answer whose JSON stops halfway
+            data = data[: len(data) // 2]
         head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "Content-Type: application/json",
                 f"Content-Length: {len(data)}", "Connection: keep-alive"]
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
         await writer.drain()
+
+
+def content_parts(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The last user message's content parts as (kind, detail), in order: ("text", text),
+    ("image", data URL length), ("audio", seconds of the WAV clip) or ("audio:mp3", bytes) — what a
+    test checks arrived,
+    and what an `answer` function that listens reads (`wav_samples`)."""
+    out: list[tuple[str, Any]] = []
+    user = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    content = user[-1].get("content") if user else None
+    for part in content if isinstance(content, list) else [{"type": "text", "text": content or ""}]:
+        kind = part.get("type")
+        if kind == "input_audio" and part["input_audio"].get("format", "wav") == "wav":
+            rate, samples = wav_samples(part["input_audio"]["data"])
+            out.append(("audio", len(samples) / 2 / rate))
+        elif kind == "input_audio":  # another encoding (mp3): its size in bytes, for the test to decode
+            import base64
+
+            out.append((f"audio:{part['input_audio']['format']}", len(base64.b64decode(part["input_audio"]["data"]))))
+        elif kind == "image_url":
+            out.append(("image", len(part["image_url"]["url"])))
+        else:
+            out.append(("text", part.get("text", "")))
+    return out
+
+
+def wav_samples(data: str) -> tuple[int, bytes]:
+    """(sample rate, 16-bit little-endian mono PCM bytes) of a base64 WAV `input_audio` part."""
+    import base64
+    import io
+    import wave
+
+    with wave.open(io.BytesIO(base64.b64decode(data)), "rb") as w:
+        if (w.getnchannels(), w.getsampwidth()) != (1, 2):
+            raise ValueError("expected 16-bit mono WAV")
+        return w.getframerate(), w.readframes(w.getnframes())
 
 
 def _token_entry(alternatives: dict[str, float], k: int) -> dict[str, Any]:

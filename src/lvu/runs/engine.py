@@ -25,7 +25,8 @@ from lvu.errors import LvuError, SubtitleError
 from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
-from lvu.models.base import MODELS, Model
+from lvu.models.base import MODELS, Model, check_audio
+from lvu.runs.regrade import regrade_reused
 from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, digest_for, loaded_digests, reusable_ids
 from lvu.runs.asr_use import warn_if_asr_unused
 from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ONLY_SETTINGS: imported from here too)
@@ -42,12 +43,15 @@ from lvu.runs.pipeline import (
     DecodeMode,
     Prepared,
     ProcessDecoder,
+    StoreFailed,
     model_batch_size,
     ready_models,
     run_pipeline,
+    store_failed,
 )
 from lvu.progress import PipelineProgress
 from lvu.runs.store import Store
+from lvu.runs.store_files import StoreWriteError
 from lvu.scoring.judges import Judge
 from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle, VideoMeta
 
@@ -117,6 +121,7 @@ def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None 
     _load_models()
     bench = make_benchmark(benchmark, settings)
     model_cls = MODELS.get(model)
+    check_audio(model_cls, bench.audio_mode, benchmark)  # before weights load or a replica starts
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
     args = {k: v for k, v in (model_args or {}).items() if k not in model_cls.run_neutral_args}
     if (version := bench.data_version()) is not None:
@@ -198,6 +203,7 @@ class Engine:
         self.processes = ProcessDecoder(self.decode_workers, frame_cache) if decode == "processes" and frame_cache else None
         self.frames = _MediaCache()
         self.cues = _MediaCache(size=64)
+        self.audio = _MediaCache(size=4)  # whole tracks, 16 kHz int16: 115 MB per hour of video
         self.asr_cue_counts: dict[str, int] = {}
         """Sample id -> cues its prompt got from the Whisper transcript (set by `prepare`)."""
         self.progress = PipelineProgress(0, enabled=False)  # replaced per run; counts stages for callers too
@@ -208,7 +214,8 @@ class Engine:
         return video_meta(sample).duration
 
     def prepare(self, sample: Sample, video: VideoMeta | None = None) -> tuple[Prompt, list[float]]:
-        plan = self.bench.plan(sample, video if video is not None else video_meta(sample))
+        video = video if video is not None else video_meta(sample)
+        plan = self.bench.plan(sample, video)
         frames: list[Frame] = []
         if plan.timestamps:
             key = (sample.video.path, tuple(plan.timestamps), plan.resize)
@@ -245,8 +252,20 @@ class Engine:
         if from_asr:  # stored with the record (prepare_sample): the run can tell whether --asr did anything
             self.asr_cue_counts[sample.id] = len(cues)
         prompt = self.bench.build_prompt(sample, frames, cues)
+        if (mode := self.bench.audio_mode) != "none":
+            prompt = self._add_audio(sample, prompt, mode, [f.timestamp for f in frames], video)
         prompt.video = prompt.video or sample.video.path
         return prompt, [f.timestamp for f in frames]
+
+    def _add_audio(self, sample: Sample, prompt: Prompt, mode: str, times: list[float], video: VideoMeta) -> Prompt:
+        """The benchmark's prompt with the sample's audio clips placed (lvu.media.audio): the track is
+        decoded once per video (disk cache unless --no-cache) and cut into the mode's spans."""
+        from lvu.media.audio import audio_track, spans
+
+        path = sample.video.path
+        track = self.audio.get(("audio", path), lambda: audio_track(path, cache=self.disk is not None))
+        clips = [track.clip(a, b) for a, b in spans(mode, times, video.duration)]
+        return self.bench.place_audio(sample, prompt, clips)
 
     # ---- one sample, in two stages -----------------------------------------------------------------
 
@@ -323,11 +342,13 @@ class Engine:
         # Before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
         digests = loaded_digests(self.bench)  # hashed once with the fingerprint
         stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples, digests)
+        check_audio(self.model, self.bench.audio_mode, spec.benchmark)  # before any call: never drop the sound
         await ready_models(self.model, self.judge, fresh=fresh,
                            model_has_work=any(s.id not in stored for s in samples))
         run_id = self.store.begin_run(spec, {**environment(self.model), **judged, **(env or {})}, fresh=fresh)
         self.store.set_total(run_id, len(ordinals) + len(bad))  # coverage, and `partial` for a --limit run
         done = stored  # read above (never a changed question's answer); --fresh: nothing
+        done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # scored by other code: graded again
         errors: list[tuple[str, str]] = []
         for i, record in enumerate(bad):
             self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
@@ -346,14 +367,14 @@ class Engine:
                 await run_pipeline(self, run_id, todo, ordinals, errors, stop)
             if stop.is_set():
                 status = "interrupted"
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except (KeyboardInterrupt, asyncio.CancelledError, StoreFailed):  # resumable: nothing stored is lost
             status = "interrupted"
             raise
         except LvuError:  # e.g. pipeline.EndpointDown: stopped early, stored samples kept
             status = "failed"
             raise
         finally:
-            self.store.finish_run(run_id, status)
+            finish_status(self.store, run_id, status)
             self.pool.shutdown(wait=False, cancel_futures=True)
             if self.processes is not None:
                 self.processes.shutdown(wait=status == "done")
@@ -370,6 +391,16 @@ class Engine:
             n_benchmark=len(ordinals) + len(bad),
             stage_utilisation={name: self.progress.utilisation(name) for name in ("decode", "model")},
         )
+
+
+def finish_status(store: Store, run_id: str, status: str) -> None:
+    """Store the run's final status (and unlock it). A status that cannot be written after a
+    stop is left to the lock (the run lists as `interrupted`); after a clean run it is an error."""
+    try:
+        store.finish_run(run_id, status)
+    except StoreWriteError as e:
+        if status == "done":
+            raise store_failed(store, run_id, e) from None
 
 
 def run_local(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,

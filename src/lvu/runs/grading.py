@@ -8,6 +8,10 @@ the viewer and the reports. They live here so those need not import the engine (
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+from pathlib import Path
 from typing import Any
 
 from lvu.benchmarks import load_all as _load_benchmarks
@@ -34,8 +38,38 @@ def benchmark_of(spec: RunSpec) -> Benchmark:
     return BENCHMARKS.get(spec.benchmark)(**settings)
 
 
+@functools.lru_cache(maxsize=None)
+def _stamp_of_class(bench_class: type) -> str:
+    import lvu
+
+    root = Path(lvu.__file__).parent
+    files = [*sorted((root / "benchmarks").glob("*.py")), *sorted((root / "scoring").glob("*.py")),
+             root / "runs" / "grading.py"]
+    try:
+        own = inspect.getsourcefile(bench_class)
+    except TypeError:
+        own = None
+    if own and Path(own) not in files:  # a plugin's benchmark: its own module counts too
+        files.append(Path(own))
+    digest = hashlib.sha256()
+    for path in files:
+        try:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            digest.update(path.name.encode() + b"\0missing\0")
+    return digest.hexdigest()[:16]
+
+
+def grading_stamp(bench: Benchmark) -> str:
+    """Content hash of the code that extracts and scores `bench`'s answers: lvu's benchmarks/ and
+    scoring/ sources, runs/grading.py and, for a plugin, its own module (once per process)."""
+    return _stamp_of_class(type(bench))
+
+
 def grade(bench: Benchmark, sample: Sample, response: Response, result: SampleResult) -> SampleResult:
-    """Extract and score one response into `result` (shared by runs and `lvu score`)."""
+    """Extract and score one response into `result` (shared by runs and `lvu score`), stamped with
+    the code that did it (`graded_by`: a resumed run grades records of other code again, regrade.py)."""
+    result.graded_by = grading_stamp(bench)
     prediction = bench.extract(sample, response)
     score = bench.score(sample, prediction)
     result.prediction = prediction.value

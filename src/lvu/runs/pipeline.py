@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import signal
 from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -23,6 +22,7 @@ from lvu.errors import LvuError
 from lvu.media.cache import FrameCache
 from lvu.models.base import Model
 from lvu.runs.stage_runner import StageRunner
+from lvu.runs.store_files import StoreWriteError
 from lvu.types import Prompt, Sample, SampleResult
 
 if TYPE_CHECKING:
@@ -116,11 +116,6 @@ def model_batch_size(model: Model) -> int:
     return 1
 
 
-def _ignore_sigint() -> None:
-    """Decode processes leave Ctrl-C (sent to the whole process group) to the run's own handling."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class ProcessDecoder:
     """Decode frames in `workers` spawned processes straight into `cache` (nothing is pickled back
     but a count). The pool starts on first use, so a run whose frames are all cached starts none."""
@@ -136,11 +131,10 @@ class ProcessDecoder:
 
         key = (video, tuple(timestamps), resize)
         if key not in self.pending:
-            if self.pool is None:
-                from concurrent.futures import ProcessPoolExecutor
-                from multiprocessing import get_context
+            if self.pool is None:  # spawned workers that exit with this process (lvu.runs.worker_processes)
+                from lvu.runs.worker_processes import decode_pool
 
-                self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+                self.pool = decode_pool(self.workers)
             threads = max(1, (os.cpu_count() or 1) // self.workers)
             future = asyncio.get_running_loop().run_in_executor(self.pool, warm_video, self.cache, video, [key[1]],
                                                                 resize, False, threads)
@@ -159,11 +153,32 @@ class ProcessDecoder:
             self.pool.shutdown(wait=wait, cancel_futures=True)
 
 
+class StoreFailed(LvuError):
+    """The run stopped at once: the store could not take a sample (a full disk, a locked database)."""
+
+
+def store_failed(store: Store, run_id: str, error: StoreWriteError) -> StoreFailed:
+    """'results disk full: 196 of 2000 samples stored ...; free space and run the same command to
+    resume' (the counts are read back: reading works on a full disk)."""
+    try:
+        n_stored, n_failed, _ = store.stats(run_id)
+        n_ok = n_stored - n_failed
+        total = store.db.execute("SELECT n_total FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        counts = f"{n_ok} of {total[0]} samples" if total and total[0] is not None else f"{n_ok} samples"
+    except Exception:  # noqa: BLE001  (the message must come out whatever else is broken)
+        counts = "the samples answered so far"
+    if error.full:
+        return StoreFailed(f"results disk full: {counts} of run {run_id} stored in {store.dir}; free space and "
+                           "run the same command to resume")
+    return StoreFailed(f"cannot store results: {counts} of run {run_id} stored ({error}); fix that and run the "
+                       "same command to resume")
+
+
 class CommitSample:
     """The commit stage of both executors: store a sample's record the moment it is done (one
     commit: nothing half-written), note its error, and stop the run (return EndpointDown) when the
-    model endpoint is gone. An item has `sample`, `prompt` (None: it failed before the model, so
-    no model call) and `unreachable`."""
+    model endpoint is gone, or at once (StoreFailed) when the store cannot take the record. An
+    item has `sample`, `prompt` (None: it failed before the model, so no model call) and `unreachable`."""
 
     def __init__(self, store: Store, run_id: str, ordinals: dict[str, int], errors: list[tuple[str, str]],
                  progress: PipelineProgress, n_calls: int) -> None:
@@ -171,10 +186,13 @@ class CommitSample:
         self.watch = EndpointWatch(n_calls)
         self.n_stored = 0
 
-    def __call__(self, item: Prepared, result: SampleResult) -> EndpointDown | None:
-        with self.progress.stage("scored") as scored:
-            self.store.put(self.run_id, result, self.ordinals[item.sample.id])
-            scored.failed = bool(result.error)
+    def __call__(self, item: Prepared, result: SampleResult) -> LvuError | None:
+        try:
+            with self.progress.stage("scored") as scored:
+                self.store.put(self.run_id, result, self.ordinals[item.sample.id])
+                scored.failed = bool(result.error)
+        except StoreWriteError as e:  # every later sample would fail the same way: stop now
+            return store_failed(self.store, self.run_id, e)
         self.n_stored += 1
         if result.error:
             self.errors.append((item.sample.id, result.error))

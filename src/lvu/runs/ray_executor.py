@@ -42,11 +42,12 @@ from typing import Any, cast
 from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
 from lvu.models.base import Model
-from lvu.runs.engine import (RunSummary, environment, finish_run, grade, make_run_judge, raise_if_interrupted,
-                             resolve_spec)
+from lvu.runs.engine import (RunSummary, environment, finish_run, finish_status, grade, make_run_judge,
+                             raise_if_interrupted, resolve_spec)
+from lvu.runs.regrade import regrade_reused
 from lvu.runs.identity import loaded_digests, reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
-from lvu.runs.pipeline import CommitSample, Prepared, ready_models
+from lvu.runs.pipeline import CommitSample, Prepared, StoreFailed, ready_models
 from lvu.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.stage_runner import StageRunner
@@ -198,6 +199,7 @@ class RayExecutor:
                                                  **(env or {})}, fresh=fresh)
             self.store.set_total(run_id, len(ordinals) + len(bad))  # as the local engine: coverage, `partial`
             done = stored  # read above, as the local engine; --fresh: nothing
+            done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # as the local engine
             errors: list[tuple[str, str]] = []
             for i, record in enumerate(bad):
                 self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
@@ -217,11 +219,14 @@ class RayExecutor:
                 with progress:
                     await self._pipeline(run_id, todo, ordinals, errors, progress, per_replica, decode_tasks, stop)
                 status = "interrupted" if stop.is_set() else "done"
+            except StoreFailed:  # resumable, as the local engine
+                status = "interrupted"
+                raise
             except LvuError:
                 status = "failed"
                 raise
             finally:
-                self.store.finish_run(run_id, status)
+                finish_status(self.store, run_id, status)
         finally:
             await self._stop_replicas()
             if self.judge is not None:

@@ -9,7 +9,7 @@
     results_dir: lvu-results                # optional
 
 Every combination (and sweep point) is its own run, identified by its spec like any `lvu run`, so
-re-running the file resumes each one. Settings: benchmark inputs (frames, fps, subtitles, resize,
+re-running the file resumes each one. Settings: benchmark inputs (frames, fps, subtitles, audio, resize,
 compat, seed, data, video_dir, and `set:` for any other benchmark setting), `model_args` (alias
 `args`), and how the run goes (limit, concurrency, decode, decode_workers, asr, the judge keys
 judge, judge_args, llm_extract, and executor, ray_address, ray_args). Later layers win: settings <
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lvu.errors import LvuError
 from lvu.runs.sweep import apply_probe, check_axes, points
 
-BENCHMARK_KEYS = ("frames", "fps", "subtitles", "resize", "compat", "seed", "data", "video_dir")
+BENCHMARK_KEYS = ("frames", "fps", "subtitles", "audio", "resize", "compat", "seed", "data", "video_dir")
 """Settings handed to the benchmark (it rejects those it does not have, e.g. fps on haystack)."""
 RUN_KEYS = ("limit", "concurrency", "decode", "decode_workers", "asr", "judge", "judge_args", "llm_extract",
             "executor", "ray_address", "ray_args")
@@ -46,6 +46,8 @@ class Settings(BaseModel):
     """Sampling rate, for benchmarks that have one (LVBench, MLVU)."""
     subtitles: str | None = None
     """none | interleave | covering | all."""
+    audio: str | None = None
+    """none | whole | interleave: the video's sound in the prompt (benchmarks that allow it)."""
     resize: int | None = None
     """Shorter side of frames in pixels."""
     compat: str | None = None

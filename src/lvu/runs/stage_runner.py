@@ -9,8 +9,9 @@ the expensive call; `commit` stores the outcome the moment it is there (one comm
 kill -9 loses only the items in flight and a rerun skips what is committed — lvu.runs.ledger).
 
 Ctrl-C: the first stops taking new items and lets those being consumed finish for `grace` seconds;
-the second abandons them. `commit` may return an exception to stop the whole run early (e.g. the
-model endpoint is gone); it is raised once the tasks are down. Progress is the caller's
+the second abandons them. SIGTERM (`kill PID`, `timeout`, SLURM, supervisors) is the same stop.
+`commit` may return an exception to stop the whole run early (e.g. the model endpoint is gone, the
+store cannot be written); it is raised once the tasks are down. Progress is the caller's
 (lvu.progress.PipelineProgress: one row per stage, plain lines in logs).
 
 Callers: the run engine (decode → model → store), the Ray executor (decode tasks → replicas →
@@ -32,6 +33,10 @@ Ready = TypeVar("Ready")
 Done = TypeVar("Done")
 
 Note = Callable[[str], None]
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What stops a run gracefully: Ctrl-C, and SIGTERM (what `kill`, `timeout` and job schedulers send)."""
+last_stop_signal: int | None = None
+"""The signal that last stopped a runner (the CLI exits with 128 + it, as an unhandled one would)."""
 
 
 async def _pass_through(group: list[Any]) -> AsyncIterator[Any]:
@@ -142,7 +147,9 @@ class StageRunner(Generic[Item, Ready, Done]):
             for t in consumers:
                 t.cancel()
 
-        def on_interrupt() -> None:
+        def on_interrupt(signum: int = signal.SIGINT) -> None:
+            global last_stop_signal
+            last_stop_signal = signum
             if self.stop.is_set():  # the second Ctrl-C: abandon what is still being consumed
                 self.note(f"abandoning the {self.what}s in flight")
                 abandon()
@@ -154,16 +161,21 @@ class StageRunner(Generic[Item, Ready, Done]):
                       f"{self.where} — Ctrl-C again to abandon them")
             timers.append(loop.call_later(self.grace, abandon))
 
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_interrupt)
-            handling_sigint = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            handling_sigint = False
+        handled = {}  # signal -> the handler it had (restored after: asyncio would reset SIGTERM to the default)
+        for signum in STOP_SIGNALS:
+            try:
+                previous = signal.getsignal(signum)
+                loop.add_signal_handler(signum, on_interrupt, signum)
+                handled[signum] = previous
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+                pass
         try:
             await asyncio.wait(consumers)
         finally:
-            if handling_sigint:
-                loop.remove_signal_handler(signal.SIGINT)
+            for signum, previous in handled.items():
+                loop.remove_signal_handler(signum)
+                if previous is not None:
+                    signal.signal(signum, previous)
             for timer in timers:
                 timer.cancel()
             for t in (feeder, *producing, *consumers):

@@ -16,6 +16,8 @@ from typing import Any, Iterator
 from pydantic import BaseModel
 
 from lvu.errors import LvuError
+from lvu.runs.run_lock import RunLocks
+from lvu.runs.store_files import current_schema, open_read_only, writing
 from lvu.types import RunSpec, SampleResult
 
 DB_NAME = "lvu.sqlite"
@@ -144,16 +146,26 @@ class RunInfo(BaseModel):
 
 
 class Store:
-    """Open (creating if needed) the store of a results directory."""
+    """Open (creating if needed) the store of a results directory. `read_only`: for commands that
+    only read (results list/show/export, the viewer): an existing store is opened read-only, which
+    works on a full disk too (`open_read_only`); a missing or older store opens as usual."""
 
-    def __init__(self, results_dir: str | Path | None = None) -> None:
+    def __init__(self, results_dir: str | Path | None = None, *, read_only: bool = False) -> None:
         self.dir = Path(results_dir) if results_dir is not None else default_results_dir()
+        self.path = self.dir / DB_NAME
+        self.read_only = read_only and self.path.is_file()
+        self.locks = RunLocks(self.dir)
+        if self.read_only:
+            self.db = open_read_only(self.path)
+            if current_schema(self.db):
+                return
+            self.db.close()  # an older lvu's store: migrate it below (this needs a writable disk)
+            self.read_only = False
         try:
             created = not self.dir.exists()
             self.dir.mkdir(parents=True, exist_ok=True)
             if created:  # as pytest's cache does: a results dir made inside a checkout stays out of `git status`
                 (self.dir / ".gitignore").write_text("# created by lvu: run results are not source\n*\n")
-            self.path = self.dir / DB_NAME
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable against process crashes (SIGKILL, Ctrl-C); only power loss can drop
@@ -165,6 +177,7 @@ class Store:
             raise LvuError(f"{self.dir}: cannot open the run store ({e}) — pass a writable --results-dir") from e
 
     def close(self) -> None:
+        self.locks.release_all()
         self.db.close()
 
     def _migrate(self) -> None:
@@ -196,6 +209,17 @@ class Store:
         """Create the run, or reopen it for resuming. `fresh` drops its stored samples first."""
         run_id = spec.run_id
         now = time.time()
+        self.locks.acquire(run_id)  # RunInProgress when another process runs it now (lvu.runs.run_lock)
+        try:
+            with writing(self.path):
+                self._begin(spec, env, fresh, now)
+        except BaseException:
+            self.locks.release(run_id)
+            raise
+        return run_id
+
+    def _begin(self, spec: RunSpec, env: dict[str, Any], fresh: bool, now: float) -> None:
+        run_id = spec.run_id
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             env = self._keep_sweeps(run_id, env)
@@ -209,7 +233,6 @@ class Store:
                 " status = 'running'",
                 (run_id, spec.benchmark, spec.model, spec.model_dump_json(), json.dumps(env), now, now),
             )
-        return run_id
 
     def _keep_sweeps(self, run_id: str, env: dict[str, Any]) -> dict[str, Any]:
         """`env` with the run's earlier sweep memberships kept: reopening a run (another sweep
@@ -223,18 +246,26 @@ class Store:
 
     def set_total(self, run_id: str, n_total: int) -> None:
         """Record how many samples the run's benchmark has (for coverage and the `partial` status)."""
-        self.db.execute("UPDATE runs SET n_total = ? WHERE run_id = ?", (n_total, run_id))
+        with writing(self.path):
+            self.db.execute("UPDATE runs SET n_total = ? WHERE run_id = ?", (n_total, run_id))
 
     def finish_run(self, run_id: str, status: str = "done") -> None:
         """Set the run's final status. `done` becomes `partial` while some of the benchmark's samples
-        have no stored record at all (a `--limit` run): such a run is never listed as done."""
-        if status == "done":
-            total, stored = self.db.execute(
-                "SELECT n_total, (SELECT COUNT(*) FROM samples WHERE run_id = ?) FROM runs WHERE run_id = ?",
-                (run_id, run_id)).fetchone() or (None, 0)
-            if total is not None and stored < total:
-                status = "partial"
-        self.db.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, time.time(), run_id))
+        have no stored record at all (a `--limit` run): such a run is never listed as done. Unlocks
+        the run (lvu.runs.run_lock), also when the status cannot be written (StoreWriteError): a
+        `running` run that no process holds is listed as `interrupted`."""
+        try:
+            with writing(self.path):
+                if status == "done":
+                    total, stored = self.db.execute(
+                        "SELECT n_total, (SELECT COUNT(*) FROM samples WHERE run_id = ?) FROM runs WHERE run_id = ?",
+                        (run_id, run_id)).fetchone() or (None, 0)
+                    if total is not None and stored < total:
+                        status = "partial"
+                self.db.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
+                                (status, time.time(), run_id))
+        finally:
+            self.locks.release(run_id)
 
     def runs(self) -> list[RunInfo]:
         """Every run, most recently updated first; O(runs): the counts come from run_stats."""
@@ -246,11 +277,16 @@ class Store:
         return [
             RunInfo(
                 run_id=r[0], benchmark=r[1], model=r[2], spec=RunSpec.model_validate_json(r[3]),
-                env=json.loads(r[4]), created=r[5], updated=r[6], status=r[7],
+                env=json.loads(r[4]), created=r[5], updated=r[6], status=self._live_status(r[0], r[7]),
                 n_samples=r[8], n_errors=r[9], n_ok=r[8] - r[9], n_total=r[10], samples_version=r[11],
             )
             for r in rows
         ]
+
+    def _live_status(self, run_id: str, status: str) -> str:
+        """The stored status, except that a `running` run no process holds (killed, or its final
+        status could not be written) is `interrupted`: resumable by running the same command."""
+        return "interrupted" if status == "running" and not self.locks.is_held(run_id) else status
 
     def run(self, ref: str | None = None) -> RunInfo:
         """A run by id or unique id prefix; None gives the most recently updated run."""
@@ -304,8 +340,22 @@ class Store:
                                " FROM samples WHERE run_id = ? AND error IS NULL", (run_id,))
         return {r[0]: r[1] for r in rows}
 
+    def stale_graded(self, run_id: str, stamp: str) -> list[tuple[int, SampleResult]]:
+        """(ordinal, record) of the run's completed, unjudged records with a response that the code
+        whose stamp is `stamp` did not grade (lvu.runs.regrade); SQLite picks them, so an up-to-date
+        run reads none."""
+        rows = self.db.execute(
+            "SELECT ordinal, record FROM samples WHERE run_id = ? AND error IS NULL"
+            " AND json_extract(record, '$.judge') IS NULL AND json_extract(record, '$.response') IS NOT NULL"
+            " AND json_extract(record, '$.graded_by') IS NOT ?", (run_id, stamp))
+        return [(ordinal, SampleResult.model_validate_json(record)) for ordinal, record in rows]
+
     def put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
-        """Store one sample's record; committed before this returns."""
+        """Store one sample's record; committed before this returns (StoreWriteError if it cannot be)."""
+        with writing(self.path):
+            self._put(run_id, result, ordinal)
+
+    def _put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
         self.db.execute(
             "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed, digest)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"

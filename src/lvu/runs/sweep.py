@@ -2,8 +2,9 @@
 
     lvu sweep -b haystack -m ocr-match --frames 8,16,32,64
     lvu sweep -b haystack -m ocr-match --frames 8,32 --subtitles none,interleave --probe full,blind
+    lvu sweep -b videomme -m gemini -a model=... --subtitles none,all --audio none,whole   # Table 5
 
-Axes are benchmark settings (frames, fps, subtitles, resize, compat, seed) and `probe`: `full` runs
+Axes are benchmark settings (frames, fps, subtitles, audio, resize, compat, seed) and `probe`: `full` runs
 the model as given, `blind` / `blind-asr` / `single-frame` wrap it in that probe (models/probes.py).
 Each point is an ordinary run (its own run id, resumable); a point whose spec equals an earlier run
 resumes that run, and frames and model responses come from the shared caches. Every run records
@@ -23,7 +24,7 @@ from lvu.errors import LvuError
 PROBES = ("full", "blind", "blind-asr", "single-frame")
 """Values of the `probe` axis: the model as given, or one of the probes of models/probes.py around it."""
 PROBE_MODELS = {"blind": "blind", "blind-asr": "blind-asr", "single-frame": "single-frame"}
-SWEEP_AXES = ("frames", "fps", "subtitles", "resize", "compat", "seed", "probe")
+SWEEP_AXES = ("frames", "fps", "subtitles", "audio", "resize", "compat", "seed", "probe")
 
 
 def check_axes(sweep: dict[str, Any], source: str) -> None:

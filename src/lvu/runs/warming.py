@@ -21,7 +21,6 @@ from lvu.media.cache import FrameCache
 from lvu.media.extract import WarmSummary, warm_video
 from lvu.media.video import Resize
 from lvu.progress import LoggedProgress
-from lvu.runs.pipeline import _ignore_sigint
 from lvu.runs.stage_runner import run_each
 
 Plan = tuple[float, ...] | str
@@ -101,7 +100,6 @@ def _pool(workers: int) -> Executor | None:
     for one worker (the default thread pool of this process)."""
     if workers <= 1:
         return None
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
+    from lvu.runs.worker_processes import decode_pool
 
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+    return decode_pool(workers)

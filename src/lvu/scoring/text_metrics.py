@@ -21,6 +21,8 @@ uses the real one. Install with ``pip install 'lvu[metrics]'``. See docs/metrics
 
 from __future__ import annotations
 
+import atexit
+
 import difflib
 import importlib.util
 import math
@@ -318,6 +320,17 @@ def _meteor_scorer() -> Any:
     from pycocoevalcap.meteor.meteor import Meteor
 
     return Meteor()
+
+
+def close_meteor() -> None:
+    """Stop the METEOR JVM if one was started (it is started once per process and reused); the next
+    `meteor` call starts another. Also run at exit, so no JVM outlives lvu."""
+    if _meteor_scorer.cache_info().currsize:
+        with _METEOR_LOCK:
+            _discard_meteor(_meteor_scorer())
+
+
+atexit.register(close_meteor)
 
 
 def _discard_meteor(scorer: Any) -> None:

@@ -57,23 +57,50 @@ def _run_json(r: RunInfo, top: Headline | None) -> dict[str, Any]:
             "created": r.created, "updated": r.updated}
 
 
-def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None = None,
-               frames: FrameImages | None = None) -> FastAPI:
-    """The viewer app over `results_dir`'s run store. `allowed_hosts` (e.g. 127.0.0.1, localhost)
-    rejects requests for other Host names, so a web page elsewhere cannot reach a local viewer by
-    DNS rebinding; None skips the check (tests)."""
-    catalog = Catalog(results_dir)
-    images = frames if frames is not None else FrameImages()
-    app = FastAPI(title="lvu viewer", docs_url=None, redoc_url=None, openapi_url=None)
-    if allowed_hosts is not None:
+SECURITY_HEADERS = {
+    # Scripts only from this server's own files (no inline script), nothing framed, no referrer
+    # (a review page's URL carries its rater's token).
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self'; media-src 'self'; object-src 'none'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def new_app(title: str, allowed_hosts: Sequence[str] | None) -> FastAPI:
+    """The one app factory of lvu's web pages (`lvu view`, `lvu review`): no generated API docs,
+    the security headers above on every response, and — `allowed_hosts` given (e.g. 127.0.0.1,
+    localhost) — requests for other Host names refused, so a web page elsewhere cannot reach a
+    local server by DNS rebinding; None skips the check (tests)."""
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.middleware("http")
+    async def security_headers(request, call_next):  # type: ignore[no-untyped-def]
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    if allowed_hosts is not None:  # added last = runs first: a foreign Host never reaches a route
         from starlette.middleware.trustedhost import TrustedHostMiddleware
 
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    return app
+
+
+def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None = None,
+               frames: FrameImages | None = None) -> FastAPI:
+    """The viewer app over `results_dir`'s run store (`allowed_hosts`: see `new_app`)."""
+    catalog = Catalog(results_dir)
+    images = frames if frames is not None else FrameImages()
+    app = new_app("lvu viewer", allowed_hosts)
 
     def get_run(run_id: str) -> RunInfo:
         info = catalog.run(run_id)
         if info is None:
-            raise HTTPException(404, f"no run {run_id!r} in {catalog.db_path}")
+            raise HTTPException(404, f"no run {run_id!r} here — see the list of runs at /")  # no file paths
         return info
 
     def get_record(info: RunInfo, sample_id: str) -> dict[str, Any]:
@@ -171,7 +198,8 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
         try:
             data = images.jpeg(video, times, index, resize=resize if isinstance(resize, int) else None)
         except LvuError as e:  # moved or unreadable video: the page still renders, the image is missing
-            raise HTTPException(404, f"sample {sample_id!r}: {e}") from e
+            # the video's file name, not its path: a 404 body never shows where the files live
+            raise HTTPException(404, f"sample {sample_id!r}: {str(e).replace(str(video), Path(video).name)}") from e
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
 
     return app

@@ -74,7 +74,7 @@ class Catalog:
 
     @contextmanager
     def store(self) -> Iterator[Store]:
-        store = Store(self.dir)
+        store = Store(self.dir, read_only=True)  # the viewer never writes (and works on a full disk)
         try:
             yield store
         finally:

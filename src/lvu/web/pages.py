@@ -1,4 +1,9 @@
-"""The viewer's HTML: plain server-rendered pages (no JavaScript needed), every value escaped."""
+"""The viewer's HTML: plain server-rendered pages (no JavaScript needed), every value escaped.
+
+The escaping rule of every lvu page (`lvu view` and `lvu review`): text goes into HTML only through
+`e` (element text and quoted attribute values), data for a page's script only through
+`json_script` (a JSON block whose `<`, `>`, `&` are \\u escapes, so no value can close it), and
+scripts never put data into the page as markup (they set `textContent`)."""
 
 from __future__ import annotations
 
@@ -38,6 +43,13 @@ def e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def json_script(element_id: str, data: Any) -> str:
+    """`data` as a `<script type=application/json>` block a page's script reads with JSON.parse."""
+    text = json.dumps(data, ensure_ascii=False).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return f"<script type='application/json' id='{e(element_id)}'>{text}</script>"
+
+
 def choice(value: int | str | None) -> str:
     """An option index as its letter; other values as they are."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(LETTERS):
@@ -62,10 +74,13 @@ def media_url(run_id: str, sample_id: str, index: int) -> str:
     return f"/media/{quote(run_id, safe='')}/{quote(sample_id, safe='')}/{index}.jpg"
 
 
-def layout(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
-    nav = " / ".join(f"<a href='{e(url)}'>{e(name)}</a>" for name, url in [("runs", "/"), *crumbs])
+def layout(title: str, body: str, crumbs: Sequence[tuple[str, str]] = (), *,
+           home: tuple[str, str] | None = ("runs", "/"), css: str = "", head: str = "") -> str:
+    """A whole page: `crumbs` (name, URL) after `home` in the nav; `css` added to the shared
+    style; `head` (trusted markup, e.g. a script tag) at the end of <head>."""
+    nav = " / ".join(f"<a href='{e(url)}'>{e(name)}</a>" for name, url in [*([home] if home else []), *crumbs])
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)} — lvu</title>"
-            f"<style>{CSS}</style></head><body><nav>{nav}</nav>{body}</body></html>")
+            f"<style>{CSS}{css}</style>{head}</head><body><nav>{nav}</nav>{body}</body></html>")
 
 
 # ---- runs -------------------------------------------------------------------------------------------

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from lvu.errors import LvuError
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -41,7 +40,7 @@ def view(
     """Browse stored runs in a local web viewer: runs, breakdown tables, and every sample's frames,
     subtitle cues, exact prompt, raw response, prediction and score."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (checked here: a missing one is a one-line error)
 
         from lvu.web.app import create_app
     except ImportError as e:
@@ -49,18 +48,50 @@ def view(
     from lvu.runs.store import default_results_dir
 
     directory = results_dir if results_dir is not None else default_results_dir()
-    # Bound to loopback, also refuse other Host names: a web page elsewhere cannot reach it by DNS rebinding.
-    hosts = ["127.0.0.1", "localhost"] if host in ("127.0.0.1", "localhost") else None
-    app = create_app(directory, allowed_hosts=hosts)
-    sock = bind(host, port)
-    actual = sock.getsockname()[1]
-    url = f"http://{'[' + host + ']' if ':' in host else host}:{actual}/"
+    app = create_app(directory, allowed_hosts=allowed_hosts(host))
+    sock, url = listen(host, port)
     print(f"lvu viewer for {directory} at {url} — Ctrl-C to stop", flush=True)
-    if host not in LOOPBACK:
-        print(f"warning: bound to {host}: anyone who can reach this machine can read these runs", file=sys.stderr)
-    if open_browser:
+    warn_if_exposed(host, "can read these runs")
+    serve_forever(app, sock, open_url=url if open_browser else None)
+
+
+def is_loopback(host: str) -> bool:
+    """localhost, 127.0.0.0/8 or ::1: only this machine can connect."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str) -> list[str] | None:
+    """Bound to loopback (IPv6 ::1 and all of 127/8 too), also refuse other Host names: a web page
+    elsewhere cannot reach the server by DNS rebinding. None (no check) for other binds."""
+    if not is_loopback(host):
+        return None
+    bound = f"[{host.strip('[]')}]" if ":" in host else host  # how a Host header names an IPv6 address
+    return list(dict.fromkeys([bound.lower(), "127.0.0.1", "localhost", "[::1]"]))
+
+
+def listen(host: str, port: int) -> tuple[socket.socket, str]:
+    """A listening socket (`bind`) and the URL it serves."""
+    sock = bind(host, port)
+    return sock, f"http://{'[' + host + ']' if ':' in host else host}:{sock.getsockname()[1]}/"
+
+
+def warn_if_exposed(host: str, what: str) -> None:
+    """One warning line on stderr when `host` is not loopback: anyone who reaches it `what`."""
+    if not is_loopback(host):
+        print(f"warning: bound to {host}: anyone who can reach this machine {what}", file=sys.stderr)
+
+
+def serve_forever(app: Any, sock: socket.socket, *, open_url: str | None = None) -> None:
+    """Serve `app` on `sock` with uvicorn until Ctrl-C (opening `open_url` in a browser first)."""
+    import uvicorn
+
+    if open_url:
         import webbrowser
 
-        webbrowser.open(url)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
+        webbrowser.open(open_url)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -1,0 +1,113 @@
+"""`lvu build needle` and `lvu build ladder`: needle-in-a-haystack benchmarks on your own videos
+and MLVU's Time-ladder (docs/build.md, "Needles and the time ladder"). Thin: the work is in
+lvu.build.needles, lvu.build.splice and lvu.build.ladder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from lvu.cli_common import console, err_console
+from lvu.errors import LvuError
+
+
+def _numbers(text: str, what: str, *, low: float | None = None, high: float | None = None,
+             positive: bool = False) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise LvuError(f"{what} {text!r} is not a comma-separated list of numbers — e.g. {what} 0,25,50,75,100")
+    for v in values:
+        if (low is not None and v < low) or (high is not None and v > high) or (positive and v <= 0):
+            bounds = f"{low:g}-{high:g}" if low is not None and high is not None else "above 0"
+            raise LvuError(f"{what} {v:g} is outside {bounds} — "
+                           + ("depths are percent of the video, e.g. 0,25,50,75,100" if what == "--depths"
+                              else "lengths are seconds, e.g. 180,600,1800"))
+    return values
+
+
+def needle_command(
+    background: Annotated[Path, typer.Option("--background", "-b", help="A background video or a folder of them (subtitles: same name, .srt/.vtt).")],
+    needles: Annotated[Path, typer.Option("--needles", "-n", help="A folder of needle clips / images / .txt files, or a needle JSONL file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: needle.jsonl, videos/, subtitles/.")],
+    task: Annotated[str, typer.Option("--task", "-t", help="nqa (one needle, its question) | order (several, their order) | count (one needle, how often).")] = "nqa",
+    depths: Annotated[str, typer.Option(help="nqa: where each needle starts, percent of the video (0 = first frame, 100 = ends on the last); 'random' as MLVU.")] = "0,25,50,75,100",
+    lengths: Annotated[Optional[str], typer.Option(help="Output lengths in seconds, comma-separated (background trimmed or looped); default: the background's.")] = None,
+    per_cell: Annotated[int, typer.Option("--per-cell", help="Videos per background x length x depth (nqa) or per background x length (order, count).")] = 1,
+    order_size: Annotated[int, typer.Option("--order-size", help="order: needles per video.")] = 4,
+    max_count: Annotated[int, typer.Option("--max-count", help="count: the most times a needle is inserted.")] = 4,
+    needle_seconds: Annotated[float, typer.Option("--needle-seconds", help="How long images and text needles are shown (a JSONL line's `seconds` wins).")] = 3.0,
+    seed: Annotated[int, typer.Option(help="Same seed and inputs, same benchmark (bytes).")] = 0,
+    crf: Annotated[int, typer.Option(help="x264 quality of re-encoded spans (lower is better).")] = 18,
+    reencode: Annotated[bool, typer.Option("--reencode", help="Decode and re-encode every frame (never copy background packets).")] = False,
+    workers: Annotated[int, typer.Option(help="Videos made at once.")] = 2,
+) -> None:
+    """Insert needles (clips, images shown N seconds, or text) into background videos at chosen
+    depths and lengths: an lvu JSONL benchmark for `lvu run -b jsonl --data OUT/needle.jsonl`.
+
+        lvu build needle -b backgrounds/ -n needles.jsonl --task nqa --depths 0,25,50,75,100 --lengths 180,600 -o niah
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from lvu.build.needle_media import load_needles
+    from lvu.build.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+
+    if per_cell < 1 or workers < 1 or order_size < 2 or max_count < 1 or needle_seconds <= 0:
+        raise LvuError("--per-cell, --workers and --max-count must be >= 1, --order-size >= 2, --needle-seconds > 0")
+    depth_values = None if depths.strip().lower() == "random" else _numbers(depths, "--depths", low=0, high=100)
+    settings = NeedleSettings(task=task, depths=depth_values, seed=seed, per_cell=per_cell, order_size=order_size,
+                              max_count=max_count, crf=crf, reencode=reencode,
+                              lengths=_numbers(lengths, "--lengths", positive=True) if lengths else None)
+    pool = load_needles(needles, seconds=needle_seconds)
+    backgrounds = find_backgrounds(background)
+    jobs = plan_build(backgrounds, pool, settings)
+    bar = Progress(TextColumn("making needle videos"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                   transient=True)
+    with bar:
+        todo = bar.add_task("", total=len(jobs))
+        result = run_build(jobs, out, settings, workers=workers, progress=lambda job, made: bar.advance(todo))
+    modes = ", ".join(f"{n} {m}" for m, n in sorted(result.modes.items()))
+    total = sum(result.frames.values())
+    copied = f", {100 * result.frames.get('copied', 0) / total:.0f}% of frames copied" if total else ""
+    console.print(f"{len(result.samples)} samples → {result.jsonl} ({result.made} videos made"
+                  f"{f': {modes}' if modes else ''}{copied}; {result.reused} already there)", markup=False,
+                  highlight=False)
+    for path, why in result.reasons.items():
+        err_console.print(f"note: {path}: every frame re-encoded because {why}", markup=False, highlight=False)
+    console.print(f"run it: lvu run -b jsonl --data {result.jsonl} -m MODEL --frames 32; then lvu analyse niah",
+                  markup=False, highlight=False)
+
+
+def ladder_command(
+    sources: Annotated[list[Path], typer.Argument(help="The MLVU release folder, or lvu JSONL files (e.g. `lvu build needle` outputs).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: ladder.jsonl, videos/.")],
+    lengths: Annotated[str, typer.Option(help="Ladder lengths in seconds (MLVU: 180,360,600).")] = "180,360,600",
+) -> None:
+    """MLVU's Time-ladder: cut videos to each length, keeping the questions whose evidence stays
+    inside. Needs evidence positions: `lvu build needle` outputs carry them; the MLVU release does not.
+
+        lvu build needle -b bg/ -n clips/ --depths random --lengths 600 -o nqa && lvu build ladder nqa/needle.jsonl -o ladder
+    """
+    from lvu.build.ladder import build_ladder, load_sources
+
+    result = build_ladder(load_sources(sources), out, _numbers(lengths, "--lengths", positive=True))
+    rungs = sorted({length for _, length in result.kept} | {length for _, length in result.outside})
+    tasks = sorted({t for t, _ in result.kept} | {t for t, _ in result.outside})
+    table = Table(title="questions kept per length (dropped: evidence past the cut or video too short)",
+                  title_justify="left")
+    table.add_column("task")
+    for length in rungs:
+        table.add_column(f"{length:g}s")
+    for t in tasks:
+        table.add_row(t, *(f"{result.kept.get((t, x), 0)} (dropped {result.outside.get((t, x), 0)})" for x in rungs))
+    console.print(table)
+    for t, n in sorted(result.no_evidence.items()):
+        err_console.print(f"note: {n} {t} questions have no evidence position and are left out", markup=False,
+                          highlight=False)
+    console.print(f"{len(result.samples)} samples → {result.jsonl}; run it, then `lvu analyse niah` shows the "
+                  "Time-ladder table (M-Avg per length)", markup=False, highlight=False)

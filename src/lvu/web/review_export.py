@@ -1,0 +1,147 @@
+"""`lvu review export OUT -o FINAL`: the verified benchmark, from the stored decisions.
+
+Each question's outcome is `final_decision` (the examiner's decision, else the raters' majority
+over their latest submitted versions). FINAL gets:
+- `benchmark.jsonl`: the accepted questions as lvu JSONL — the answer (as corrected), the chosen
+  decoys as options (shuffled by a seed from the question id: Neptune's rule), the modality in
+  `labels.modality`, where the decision came from in `extra.review`; `lvu run -b jsonl` runs it;
+- `neptune_full.json`: the accepted 5-way questions in Neptune's released schema (key, video_id,
+  question, answer, answer_choice_0..4, answer_id, "question type") plus `modality`; with
+  `videos/` and `asr/` beside it `lvu run -b neptune --data FINAL` runs it;
+- `mmh_candidates.jsonl`: the accepted questions raters did not mark audio-only (Neptune-MMH's
+  rater test; MMH = these after `lvu build filter --rule neptune-qad`);
+- `decisions.jsonl`: every question's outcome and the decisions counted (accepted, rejected,
+  unresolved with why, incomplete);
+- `versions.jsonl`: the whole audit trail, every version ever saved;
+- `videos/`, `asr/`: links to the videos and transcripts (copies where links are impossible).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lvu.benchmarks.jsonl import write_samples
+from lvu.benchmarks.neptune_release import _shuffled as shuffled_options  # Neptune's seeded option order
+from lvu.build.review_labels import MODALITY_LABEL, REFERENCE_FIELD, REVIEW_FIELD, mmh_candidates
+from lvu.errors import LvuError
+from lvu.types import Sample, SubtitleRef, VideoRef
+from lvu.web.review_data import ReviewItem, ReviewSource
+from lvu.web.review_rules import Final, agreement, final_decision
+from lvu.web.review_store import EXAMINER, RATERS, ReviewStore
+
+
+def outcomes(source: ReviewSource, store: ReviewStore, min_ratings: int | None = None) -> list[tuple[ReviewItem, Final]]:
+    """Every question with its outcome; `min_ratings` (default: raters per question) submitted
+    decisions are needed before a majority counts."""
+    digests = {i.id: i.digest for i in source.items}
+    rated = store.latest(RATERS, digests, submitted=True)
+    examined = store.latest(EXAMINER, digests, submitted=True)
+    need = min_ratings if min_ratings is not None else store.per_question()
+    out = []
+    for item in source.items:
+        examiner = max(examined.get(item.id, {}).values(), key=lambda v: v.created, default=None)
+        out.append((item, final_decision(item, rated.get(item.id, {}).values(), examiner, need)))
+    return out
+
+
+def agreement_of(source: ReviewSource, store: ReviewStore) -> list[dict[str, Any]]:
+    """Agreement per field (lvu.web.review_rules.agreement) over the raters' latest submitted decisions."""
+    digests = {i.id: i.digest for i in source.items}
+    by_id = source.by_id()
+    rated = store.latest(RATERS, digests, submitted=True)
+    return agreement((by_id[sid], [v.decision for v in per.values()]) for sid, per in rated.items() if sid in by_id)
+
+
+def _link(source: str, target: Path, links: dict[Path, str]) -> Path:
+    """`target` pointing at `source` (a copy where links are impossible); one source per name."""
+    if links.setdefault(target, source) != source:
+        raise LvuError(f"{target.name}: two different files have this name ({links[target]} and {source}) — "
+                       "rename one so FINAL/videos can hold both")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    try:
+        target.symlink_to(os.path.abspath(source))
+    except OSError:
+        shutil.copy2(source, target)
+    return target
+
+
+def video_id(sample: Sample) -> str:
+    value = sample.extra.get("video_id")
+    return value if isinstance(value, str) and value else Path(sample.video.path).stem
+
+
+def verified_sample(item: ReviewItem, final: Final, out: Path, links: dict[Path, str]) -> Sample:
+    """The question as the decision leaves it, its media linked under `out`."""
+    sample = item.sample.model_copy(deep=True)
+    if item.decoys:
+        sample.options, sample.answer = shuffled_options(final.answer, final.decoys, item.id)
+    else:
+        sample.answer = final.answer
+    sample.labels[MODALITY_LABEL] = final.modality or ""
+    sample.extra[REFERENCE_FIELD] = final.answer
+    sample.extra[REVIEW_FIELD] = {"source": final.source, "raters": final.raters}
+    video = _link(item.sample.video.path, out / "videos" / Path(item.sample.video.path).name, links)
+    sample.video = VideoRef(path=str(video), duration=item.sample.video.duration)
+    subs = item.sample.subtitles
+    if subs is not None and os.path.isfile(subs.path):
+        asr = _link(subs.path, out / "asr" / f"{video_id(sample)}{Path(subs.path).suffix}", links)
+        sample.subtitles = SubtitleRef(path=str(asr), offset=subs.offset)
+    return sample
+
+
+def neptune_record(item: ReviewItem, final: Final, sample: Sample) -> dict[str, Any]:
+    """Neptune's released schema (neptune_release.record_to_sample reads it) plus the modality and,
+    as `lvu build neptune` writes them, `mcq_decoys` (the chosen ones' places among the decoys the
+    raters saw) and `written_decoys` (the ones raters wrote)."""
+    record = {"key": item.id, "video_id": video_id(sample), "question": sample.question,
+              "answer": sample.extra[REFERENCE_FIELD],
+              **{f"answer_choice_{i}": o for i, o in enumerate(sample.options)}, "answer_id": sample.answer,
+              "question type": sample.labels.get("question_type") or "Other",
+              MODALITY_LABEL: sample.labels[MODALITY_LABEL], "video_path": Path(sample.video.path).name}
+    for name in ("capability", "decoys_6", "qad_filter"):  # a Neptune build's own fields travel on
+        if name in item.sample.extra:
+            record[name] = item.sample.extra[name]
+    record["mcq_decoys"] = [item.decoys.index(d) for d in final.decoys if d in item.decoys]
+    record["written_decoys"] = [d for d in final.decoys if d not in item.decoys]
+    record[REVIEW_FIELD] = sample.extra[REVIEW_FIELD]
+    return record
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_ratings: int | None = None) -> dict[str, Any]:
+    """Write FINAL (module docstring); the counts and paths for the closing lines."""
+    out = Path(out).resolve()  # media paths in benchmark.jsonl are then written relative to it
+    out.mkdir(parents=True, exist_ok=True)
+    links: dict[Path, str] = {}
+    samples, neptune, lines = [], [], []
+    for item, final in outcomes(source, store, min_ratings):
+        lines.append({"id": item.id, "status": final.status, "source": final.source, "why": final.why,
+                      "answer": final.answer, "modality": final.modality, "decoys": final.decoys,
+                      "reasons": final.reasons, "raters": final.raters})
+        if final.status != "accepted":
+            continue
+        sample = verified_sample(item, final, out, links)
+        samples.append(sample)
+        if len(sample.options) == 5:
+            neptune.append(neptune_record(item, final, sample))
+    write_samples(out / "benchmark.jsonl", samples)
+    write_samples(out / "mmh_candidates.jsonl", mmh_candidates(samples))
+    _write(out / "neptune_full.json", json.dumps(neptune, indent=1, ensure_ascii=False) + "\n")
+    _write(out / "decisions.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    versions = store.versions()
+    _write(out / "versions.jsonl", "".join(json.dumps(v.to_json(), ensure_ascii=False) + "\n" for v in versions))
+    counts = Counter(x["status"] for x in lines)
+    return {**{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete")},
+            "neptune schema": len(neptune), "versions": len(versions), "out": str(out)}

@@ -1,0 +1,196 @@
+"""The review's SQLite file: people and their tokens, who rates what, and every decision version.
+
+`decisions` is append-only (triggers refuse UPDATE and DELETE): a save is a new version of that
+rater's decision on that question in that round (1: raters, 2: examiner), with its time and the
+digest of the question as shown, so nothing is overwritten and the whole history can be read
+back. A decision counts for the question's current content only: when the benchmark file changes a
+question (new digest), earlier decisions on it are kept but no longer counted.
+
+One short connection per call, so the server's worker threads never share one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from lvu.errors import LvuError
+from lvu.web.review_data import ReviewItem, ReviewSource
+from lvu.web.review_rules import Decision, Version
+
+RATERS, EXAMINER = 1, 2
+"""Rounds: independent raters, then the examiner who resolves."""
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS people(name TEXT PRIMARY KEY, token TEXT NOT NULL UNIQUE,
+    rater INTEGER NOT NULL, examiner INTEGER NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS items(sample_id TEXT NOT NULL, digest TEXT NOT NULL, shown TEXT NOT NULL,
+    added REAL NOT NULL, PRIMARY KEY(sample_id, digest));
+CREATE TABLE IF NOT EXISTS assignments(sample_id TEXT NOT NULL, rater TEXT NOT NULL, assigned REAL NOT NULL,
+    PRIMARY KEY(sample_id, rater));
+CREATE TABLE IF NOT EXISTS decisions(id INTEGER PRIMARY KEY AUTOINCREMENT, sample_id TEXT NOT NULL,
+    rater TEXT NOT NULL, round INTEGER NOT NULL, version INTEGER NOT NULL, digest TEXT NOT NULL,
+    status TEXT NOT NULL, decision TEXT NOT NULL, created REAL NOT NULL,
+    UNIQUE(sample_id, rater, round, version));
+CREATE TRIGGER IF NOT EXISTS decisions_no_update BEFORE UPDATE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'decisions are append-only: save a new version'); END;
+CREATE TRIGGER IF NOT EXISTS decisions_no_delete BEFORE DELETE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'decisions are append-only: save a new version'); END;
+"""
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    token: str
+    rater: bool
+    examiner: bool
+
+    @property
+    def roles(self) -> str:
+        return " + ".join(r for r, yes in (("rater", self.rater), ("examiner", self.examiner)) if yes)
+
+
+class ReviewStore:
+    """Decisions on one reviewed benchmark (module docstring)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.db() as db:
+            db.executescript(SCHEMA)
+        self.path.chmod(0o600)  # it holds the rater tokens
+
+    @contextmanager
+    def db(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            yield conn
+        finally:
+            conn.close()
+
+    # ---- people and assignments --------------------------------------------------------------------
+
+    def setup(self, source: ReviewSource, raters: list[str] | None, examiners: list[str] | None,
+              per_question: int | None) -> list[Person]:
+        """Add the people named (a token each, kept across restarts; people not named in a given
+        list lose that role, their decisions stay), record every question as shown, and give each
+        question not yet assigned `per_question` raters, in turn. None keeps what the store has
+        (first start: raters rater1..rater3, 3 per question)."""
+        now = time.time()
+        with self.db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            known = {p.name: p for p in self._people(db)}
+            stored = db.execute("SELECT value FROM meta WHERE key = 'per_question'").fetchone()
+            per_question = per_question or (int(stored[0]) if stored else 3)
+            if raters is None:
+                raters = [p.name for p in known.values() if p.rater] or [f"rater{i + 1}" for i in range(per_question)]
+            examiners = examiners if examiners is not None else [p.name for p in known.values() if p.examiner]
+            for name in dict.fromkeys([*known, *raters, *examiners]):  # people not named lose their roles
+                if name not in known and not NAME.fullmatch(name):
+                    db.execute("ROLLBACK")
+                    raise LvuError(f"rater name {name!r}: use 1-40 letters, digits, '.', '_' or '-'")
+                roles = (int(name in raters), int(name in examiners))
+                if name in known:
+                    db.execute("UPDATE people SET rater = ?, examiner = ? WHERE name = ?", (*roles, name))
+                else:
+                    db.execute("INSERT INTO people VALUES (?, ?, ?, ?, ?)",
+                               (name, secrets.token_urlsafe(18), *roles, now))
+            if per_question > len(raters):
+                db.execute("ROLLBACK")
+                raise LvuError(f"--per-question {per_question} needs at least {per_question} raters "
+                               f"({len(raters)} given) — pass more --raters or a smaller --per-question")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('per_question', ?)", (str(per_question),))
+            db.executemany("INSERT OR IGNORE INTO items VALUES (?, ?, ?, ?)",
+                           [(i.id, i.digest, json.dumps(i.shown(), ensure_ascii=False), now) for i in source.items])
+            assigned = {r[0] for r in db.execute("SELECT DISTINCT sample_id FROM assignments")}
+            rows = [(item.id, raters[(item.ordinal * per_question + j) % len(raters)], now)
+                    for item in source.items if item.id not in assigned for j in range(per_question)]
+            db.executemany("INSERT OR IGNORE INTO assignments VALUES (?, ?, ?)", rows)
+            db.execute("COMMIT")
+            return [p for p in self._people(db) if p.rater or p.examiner]
+
+    @staticmethod
+    def _people(db: sqlite3.Connection) -> list[Person]:
+        rows = db.execute("SELECT name, token, rater, examiner FROM people ORDER BY created, name")
+        return [Person(n, t, bool(r), bool(x)) for n, t, r, x in rows]
+
+    def people(self) -> list[Person]:
+        with self.db() as db:
+            return [p for p in self._people(db) if p.rater or p.examiner]
+
+    def person(self, token: str | None) -> Person | None:
+        """Whose token this is (compared in constant time), or None."""
+        if not token:
+            return None
+        found = None
+        for p in self.people():
+            if hmac.compare_digest(p.token.encode(), token.encode("utf-8", "surrogatepass")):
+                found = p
+        return found
+
+    def per_question(self) -> int:
+        with self.db() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'per_question'").fetchone()
+        return int(row[0]) if row else 3
+
+    def assignments(self) -> dict[str, list[str]]:
+        """sample id -> its raters, in the order assigned."""
+        out: dict[str, list[str]] = {}
+        with self.db() as db:
+            for sid, rater in db.execute("SELECT sample_id, rater FROM assignments ORDER BY rowid"):
+                out.setdefault(sid, []).append(rater)
+        return out
+
+    # ---- decisions -----------------------------------------------------------------------------------
+
+    def save(self, item: ReviewItem, rater: str, round: int, decision: Decision) -> Version:
+        """Append `decision` as the rater's next version on this question in this round."""
+        now = time.time()
+        with self.db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT MAX(version) FROM decisions WHERE sample_id = ? AND rater = ? AND round = ?",
+                             (item.id, rater, round)).fetchone()
+            version = (row[0] or 0) + 1
+            db.execute("INSERT INTO decisions (sample_id, rater, round, version, digest, status, decision, created) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (item.id, rater, round, version, item.digest, decision.status,
+                        decision.model_dump_json(), now))
+            db.execute("COMMIT")
+        return Version(item.id, rater, round, version, now, decision)
+
+    def versions(self, *, sample_id: str | None = None, rater: str | None = None, round: int | None = None,
+                 digests: dict[str, str] | None = None) -> list[Version]:
+        """Stored versions, oldest first, filtered; `digests` (sample id -> current digest) keeps
+        only decisions on the questions' current content."""
+        where, args = [], []
+        for column, value in (("sample_id", sample_id), ("rater", rater), ("round", round)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = ("SELECT sample_id, rater, round, version, created, decision, digest FROM decisions"
+               + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id")
+        with self.db() as db:
+            rows = db.execute(sql, args).fetchall()
+        return [Version(s, r, n, v, c, Decision.model_validate_json(d)) for s, r, n, v, c, d, digest in rows
+                if digests is None or digests.get(s) == digest]
+
+    def latest(self, round: int, digests: dict[str, str], *, submitted: bool = False) -> dict[str, dict[str, Version]]:
+        """sample id -> rater -> their latest version in `round` (the latest submitted one when
+        `submitted`: a draft saved after submitting does not undo the submission)."""
+        out: dict[str, dict[str, Version]] = {}
+        for v in self.versions(round=round, digests=digests):
+            if not submitted or v.decision.submitted:
+                out.setdefault(v.sample_id, {})[v.rater] = v
+        return out
