@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger_reading import committed
 from lvu.benchmarks.jsonl import read_samples, write_samples
 from lvu.build.blind import seed_order
 from lvu.media.testing import make_video
@@ -301,18 +301,6 @@ def test_asr_puts_the_transcript_in_the_prompt_and_is_another_job(tmp_path, env)
     assert len(outputs(tmp_path / "t")[1]) == 4 and "0 decisions from the ledger" in asr.stdout
     assert any("TRANSCRIPT: spoken clue 2\n\nQUESTION: Question number 2?" in p for p in prompts)
     assert any(p.startswith("This video's subtitles are listed below:\nspoken clue 1\n") for p in prompts)
-
-
-def committed(db: Path) -> dict[str, tuple]:
-    if not db.exists():
-        return {}
-    con = sqlite3.connect(db)
-    try:
-        return {r[0]: (r[1], r[2]) for r in con.execute("SELECT key, result, finished FROM ledger_items")}
-    except sqlite3.OperationalError:
-        return {}
-    finally:
-        con.close()
 
 
 def test_kill_9_mid_filter_then_resume_gives_the_same_files(tmp_path, env):

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ledger_reading import committed
 import fakes  # noqa: F401  (registers fake-follow-neutral)
 from fakes import FollowModel
 from lvu.analysis.certificate import JOB_KIND, certificate_job, schedule
@@ -151,19 +151,6 @@ KILLED_JOB = textwrap.dedent(
                     min_clip=1.0, concurrency=2, show_progress=False)
     """
 )
-
-
-def committed(db: Path) -> dict[str, tuple]:
-    """key -> (result, finished) of every committed item, read with plain sqlite."""
-    if not db.exists():
-        return {}
-    con = sqlite3.connect(db)
-    try:
-        return {r[0]: (r[1], r[2]) for r in con.execute("SELECT key, result, finished FROM ledger_items")}
-    except sqlite3.OperationalError:  # no tables yet
-        return {}
-    finally:
-        con.close()
 
 
 def test_kill_9_then_resume_certifies_every_sample_once(tmp_path):
