@@ -118,6 +118,54 @@ def test_audio_length_equals_video_length_and_the_needle_sound_lands_in_its_span
         assert all(NOISE / 2 < rms[i] < 0.1 for i in outside)
 
 
+def _best_lag(out: np.ndarray, ref: np.ndarray, at: int, bg_at: int, n: int = 2048) -> tuple[int, float]:
+    """(lag, rms error): out[at:at+n] best matches ref[bg_at+lag : ...] for lag in -600..600."""
+    errors = {lag: float(np.sqrt(np.mean((out[at:at + n] - ref[bg_at + lag:bg_at + lag + n]) ** 2)))
+              for lag in range(-600, 601) if 0 <= bg_at + lag and bg_at + lag + n <= len(ref)}
+    lag = min(errors, key=errors.get)
+    return lag, errors[lag]
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_background_sound_is_copied_between_splices_within_half_an_aac_frame(media, tmp_path, exact):
+    """Copy (default): every background span's AAC packets are the background's own (decoded, the
+    middle of a span equals the background's sound exactly), moved by one offset of at most 512
+    samples; only the packets around the splices are encoded. --exact-audio: offset 0 everywhere."""
+    import av
+
+    from lvu.build.splice import Insert, probe_background, splice, timeline
+
+    bg = probe_background(media["bg"] / "street.mp4")
+    with av.open(str(bg.path)) as c:
+        ref = np.concatenate([f.to_ndarray()[0] for f in c.decode(audio=0)])
+    magenta = np.zeros((96, 160, 3), np.uint8)
+    magenta[:, 32:128] = (200, 40, 200)
+    inserts = [Insert(at=57, n_frames=13, frames=lambda: iter([magenta] * 13)),
+               Insert(at=171, n_frames=9, frames=lambda: iter([magenta] * 9))]
+    pieces = timeline(bg.n_frames, 450, inserts)  # loops once, at output frame 322
+    stats = splice(bg, pieces, tmp_path / "s.mp4", audio=bg.audio.plain(), exact_audio=exact)
+    assert stats.extra["audio"] == ("re-encoded: sample-exact audio was asked for" if exact else
+                                    "copied between splice points")
+    _, out, seconds = decoded(tmp_path / "s.mp4")
+    assert 0 <= len(out) - round(seconds * RATE) < 1024
+    per_frame = RATE // FPS
+    for piece in pieces:
+        if piece.insert is not None:
+            continue
+        lags, worst = set(), 0.0
+        for at in range(piece.out_start * per_frame + 3000, piece.out_end * per_frame - 5000, 4096):
+            lag, error = _best_lag(out, ref, at, piece.bg_start * per_frame + at - piece.out_start * per_frame)
+            lags.add(lag)
+            worst = max(worst, error)
+        assert len(lags) == 1 and abs(lags.pop()) <= (0 if exact else 512), piece
+        assert worst < 0.5 * NOISE  # the background's noise, not something else
+    if not exact:  # the middle of a long span: the background's own packets, decoded to the same samples
+        middle = next(p for p in pieces if p.insert is None and p.length > 100)
+        at = (middle.out_start + 40) * per_frame
+        lag, error = _best_lag(out, ref, at, middle.bg_start * per_frame + 40 * per_frame)
+        assert error == 0.0
+
+
 def test_subtitle_cues_move_past_inserted_spans(nqa):
     _, samples = nqa
     for s in samples:

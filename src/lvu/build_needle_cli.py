@@ -45,6 +45,7 @@ def needle_command(
     seed: Annotated[int, typer.Option(help="Same seed and inputs, same benchmark (bytes).")] = 0,
     crf: Annotated[int, typer.Option(help="x264 quality of re-encoded spans (lower is better).")] = 18,
     reencode: Annotated[bool, typer.Option("--reencode", help="Decode and re-encode every frame (never copy background packets).")] = False,
+    exact_audio: Annotated[bool, typer.Option("--exact-audio", help="Re-encode all sound sample-exactly (default: copy the background's AAC packets between splice points, within half an AAC frame of the picture).")] = False,
     workers: Annotated[int, typer.Option(help="Videos made at once.")] = 2,
 ) -> None:
     """Insert needles (clips, images shown N seconds, or text) into background videos at chosen
@@ -61,7 +62,7 @@ def needle_command(
         raise LvuError("--per-cell, --workers and --max-count must be >= 1, --order-size >= 2, --needle-seconds > 0")
     depth_values = None if depths.strip().lower() == "random" else _numbers(depths, "--depths", low=0, high=100)
     settings = NeedleSettings(task=task, depths=depth_values, seed=seed, per_cell=per_cell, order_size=order_size,
-                              max_count=max_count, crf=crf, reencode=reencode,
+                              max_count=max_count, crf=crf, reencode=reencode, exact_audio=exact_audio,
                               lengths=_numbers(lengths, "--lengths", positive=True) if lengths else None)
     pool = load_needles(needles, seconds=needle_seconds)
     backgrounds = find_backgrounds(background)
@@ -77,6 +78,8 @@ def needle_command(
     console.print(f"{len(result.samples)} samples → {result.jsonl} ({result.made} videos made"
                   f"{f': {modes}' if modes else ''}{copied}; {result.reused} already there)", markup=False,
                   highlight=False)
+    for how, n in sorted(result.audio.items()):
+        console.print(f"sound of {n} video(s): {how}", markup=False, highlight=False)
     for path, why in result.reasons.items():
         err_console.print(f"note: {path}: every frame re-encoded because {why}", markup=False, highlight=False)
     console.print(f"run it: lvu run -b jsonl --data {result.jsonl} -m MODEL --frames 32; then lvu analyse niah",

@@ -202,9 +202,11 @@ def subsets_command(
     concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 8,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """Neptune's hard subsets: MMA (ASR filter + QAD filter) and MMH (raters' modality is not
-    audio-only + QAD filter), written as neptune_mma.json / neptune_mmh.json beside
-    neptune_full.json. Resumable: every filter decision is stored as it is made."""
+    """Neptune's hard subsets MMA and MMH, written beside a build's neptune_full.json.
+
+    MMA: questions neither the ASR filter (the QAD filter with the transcript) nor the QAD filter
+    removes. MMH: questions the raters marked as not audio-only (a `lvu review export` folder) that
+    the QAD filter does not remove. Resumable: every filter decision is stored as it is made."""
     from lvu.build.neptune_subsets import build_subsets
     from lvu.build.runner import load_models
 

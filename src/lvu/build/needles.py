@@ -56,6 +56,8 @@ class NeedleSettings:
     max_count: int = 4
     crf: int = CRF
     reencode: bool = False
+    exact_audio: bool = False
+    """Re-encode all sound sample-exactly instead of copying the background's AAC packets."""
 
 
 @dataclass
@@ -239,6 +241,7 @@ def _keyed(job: Job, s: NeedleSettings) -> Job:
                           _inserts(job))
     fmt = audio_format(job)
     what = {"v": VERSION, "background": video_fingerprint(job.background.path), "crf": s.crf, "reencode": s.reencode,
+            "exact_audio": s.exact_audio,
             "audio": [fmt.rate, fmt.layout] if fmt else None, "frames": job.n_frames,
             "needles": [[n.identity(), at] for n, at in job.placed]}
     job.key = hashlib.blake2b(json.dumps(what, sort_keys=True).encode(), digest_size=16).hexdigest()
@@ -257,6 +260,8 @@ class BuildResult:
     """Background -> why its packets could not be copied."""
     frames: dict[str, int] = field(default_factory=dict)
     """Frames of the videos made in this call: copied (packets) and encoded."""
+    audio: dict[str, int] = field(default_factory=dict)
+    """Videos made per way their sound was written ("copied between splice points", "re-encoded: why")."""
 
 
 def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, workers: int = 1,
@@ -274,17 +279,21 @@ def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, worker
     todo = [j for j in jobs if not (out / j.video_name).is_file()]
     modes: dict[str, int] = {}
     frames: dict[str, int] = {}
+    sound: dict[str, int] = {}
     failures: list[BaseException] = []
 
     async def work(job: Job) -> Any:
         return await asyncio.to_thread(splice, job.background.info, job.pieces, out / job.video_name,
-                                       audio=audio_format(job), crf=s.crf, reencode=s.reencode)
+                                       audio=audio_format(job), crf=s.crf, reencode=s.reencode,
+                                       exact_audio=s.exact_audio)
 
     def commit(job: Job, stats: Any) -> BaseException | None:
         if isinstance(stats, BaseException):
             failures.append(stats)
             return stats  # stop: an unreadable needle or background fails every video alike
         modes[stats.mode] = modes.get(stats.mode, 0) + 1
+        if "audio" in stats.extra:
+            sound[stats.extra["audio"]] = sound.get(stats.extra["audio"], 0) + 1
         frames["copied"] = frames.get("copied", 0) + stats.copied_frames
         frames["encoded"] = frames.get("encoded", 0) + stats.encoded_frames
         progress(job, True)
@@ -301,7 +310,8 @@ def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, worker
     path = write_samples(out / JSONL_NAME, samples)
     _remove_stale(out, {j.video_name for j in jobs})
     reasons = {str(j.background.path): j.background.info.reason for j in jobs if j.background.info.reason}
-    return BuildResult(Path(path or out / JSONL_NAME), samples, len(todo), len(jobs) - len(todo), modes, reasons, frames)
+    return BuildResult(Path(path or out / JSONL_NAME), samples, len(todo), len(jobs) - len(todo), modes, reasons, frames,
+                       sound)
 
 
 def _capturing(work: Callable[[Job], Any]) -> Callable[[Job], Any]:

@@ -8,12 +8,14 @@ The output is `used` frames of the background (from its start, looped when longe
 frames placed after `at` background frames, at the background's size and frame rate. Where the
 background allows it (H.264 in MP4/MOV/MKV-style avcC, constant frame rate, closed GOPs with
 x264-style decode timestamps, yuv420p) every background GOP that lies wholly inside a kept span is
-copied packet for packet; only the GOPs a splice point or the trimmed end cuts through are decoded,
-and their kept frames are re-encoded together with the needle's (a fresh libx264 run with its own
-SPS/PPS in band; the background's parameter sets are put back in band before the next copied
-keyframe). Otherwise every frame is decoded and re-encoded once (`reason` says why). Audio is
-decoded and re-encoded to AAC whole, so it stays sample-aligned with the video: the background's
-samples for its spans, the insert's own samples (or silence) for the inserted spans.
+copied packet for packet, and so is the start of a GOP a splice point cuts through as far as its
+packets decode on their own; its other kept frames are decoded and re-encoded with the needle's (a
+fresh libx264 run with its own SPS/PPS in band; every copied keyframe carries the background's).
+Otherwise every frame is decoded and re-encoded once (`reason` says why). Sound: the background's
+AAC packets are copied between splice points, within half an AAC frame of the picture
+(lvu.build.splice_audio_copy), or with `exact_audio` (or an uncopyable track) all of it is
+re-encoded sample-exactly (lvu.build.splice_audio); inserted spans carry the insert's own samples
+or silence.
 """
 
 from __future__ import annotations
