@@ -245,3 +245,31 @@ def test_duration_groups_have_one_interval_in_the_table_and_video_length():
     assert curve.x == list(groups)
     for g, estimate in zip(curve.x, curve.series["all"]):
         assert estimate == cis[("duration_group", g)], g
+
+
+def test_label_breakdown_fast_path_gives_the_same_intervals() -> None:
+    """bootstrap_tables(by_label=True) counts the resamples with matrix products instead of calling
+    breakdowns_by_label per resample: every cell, point, n and interval must be the same."""
+    import random
+
+    from lvu.analysis.stats import bootstrap_tables
+    from lvu.scoring.choice import breakdowns_by_label
+    from lvu.types import SampleResult
+
+    rng = random.Random(7)
+    results = []
+    for i in range(300):
+        labels = {"kind": rng.choice(["a", "b", "c"]), "tags": rng.sample(["x", "y", "z"], rng.randint(0, 2))}
+        if i % 17 == 0:
+            labels["rare"] = "only-some"
+        results.append(SampleResult(sample_id=f"s{i}", labels=labels,
+                                    score=None if i % 23 == 0 else float(rng.random() < 0.6),
+                                    counted=i % 31 != 0, error="boom" if i % 23 == 0 else None))
+    slow = bootstrap_tables(results, breakdowns_by_label, n_boot=200, seed=3)
+    fast = bootstrap_tables(results, breakdowns_by_label, n_boot=200, seed=3, by_label=True)
+    assert list(fast) == list(slow)
+    for key in slow:
+        a, b = slow[key], fast[key]
+        assert a.n == b.n, key
+        for x, y in ((a.value, b.value), (a.low, b.low), (a.high, b.high)):
+            assert x == pytest.approx(y, abs=1e-9), key

@@ -45,7 +45,8 @@ def run_values(run: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) 
     """Row name -> Estimate over the run's official tables (the first table naming a row wins,
     which is the paper's main table: 'all', 'overall', 'M-Avg', subsets...)."""
     out: dict[str, Estimate] = {}
-    for (_, name), est in bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed).items():
+    for (_, name), est in bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed,
+                                           by_label=run.aggregates_by_label).items():
         out.setdefault(name, est)
     return out
 

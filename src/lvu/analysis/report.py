@@ -88,7 +88,7 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
         f"run {run.run_id} · {when} · {len(run.results)} samples · {n_err} errors · status {info.status}"
         + (f" · {top.describe()}" if top else ""),
         f"settings: {_settings(run)}"])
-    cis = bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed)
+    cis = bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed, by_label=run.aggregates_by_label)
     head.tables = [breakdown_table(t, cis, run.run_id) for t in run.tables]
     head.text.append(f"Scores in the benchmark's official layout; brackets: {n_boot}-resample percentile bootstrap "
                      f"95% CIs (seed {seed})." if n_boot else "Scores in the benchmark's official layout.")

@@ -49,6 +49,12 @@ class RunData:
             self.notes.append(f"benchmark {self.spec.benchmark!r} cannot be rebuilt ({e}); tables use labels")
             return None
 
+    @property
+    def aggregates_by_label(self) -> bool:
+        """Whether `aggregate` is the label breakdown (no benchmark-specific aggregate): its
+        bootstrap then takes the fast path (analysis.stats.bootstrap_tables, by_label)."""
+        return self.bench is None or type(self.bench).aggregate is Benchmark.aggregate
+
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """The benchmark's official tables (label breakdowns when the benchmark is unavailable)."""
         if self.bench is not None:

@@ -131,9 +131,35 @@ def bootstrap_cells(values: Sequence[float], cells: dict[Any, Sequence[int]], *,
     return out
 
 
+def label_cells(results: list[Any]) -> tuple[list[float], dict[CellKey, list[int]]]:
+    """`scoring.choice.breakdowns_by_label`'s tables as cells of positions: (score per position —
+    a failed sample's 0 —, {(title, row): positions}); uncounted samples are in no cell."""
+    values = [r.score if r.score is not None else 0.0 for r in results]
+    cells: dict[CellKey, list[int]] = {("overall", "all"): []}
+    by_key: dict[str, dict[str, list[int]]] = {}
+    for i, r in enumerate(results):
+        if not r.counted:
+            continue
+        cells[("overall", "all")].append(i)
+        for key, value in r.labels.items():
+            for v in value if isinstance(value, list) else [value]:
+                if v is not None:
+                    by_key.setdefault(key, {}).setdefault(str(v), []).append(i)
+    for key in sorted(by_key):
+        for group in sorted(by_key[key]):
+            cells[(key, group)] = by_key[key][group]
+    return values, cells
+
+
 def bootstrap_tables(results: list[Any], aggregate: Aggregate, *, n_boot: int = DEFAULT_BOOTSTRAP,
-                     level: float = DEFAULT_LEVEL, seed: int = 0) -> dict[CellKey, Estimate]:
-    """An Estimate for every cell `aggregate(results)` produces, by re-aggregating resamples."""
+                     level: float = DEFAULT_LEVEL, seed: int = 0, by_label: bool = False) -> dict[CellKey, Estimate]:
+    """An Estimate for every cell `aggregate(results)` produces, by re-aggregating resamples.
+    `by_label`: `aggregate` is the label breakdown (`breakdowns_by_label`, every benchmark without
+    its own aggregate): the same resamples are then counted with matrix products (`bootstrap_cells`)
+    instead of calling it n_boot times — the same intervals, 10,000 samples in well under a second."""
+    if by_label:
+        values, cells = label_cells(results)
+        return bootstrap_cells(values, cells, n_boot=n_boot, level=level, seed=seed)
     point = table_cells(aggregate(results))
     if n_boot <= 0 or len(results) < 2:
         return {k: Estimate(v, n=n) for k, (n, v) in point.items()}

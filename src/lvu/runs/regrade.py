@@ -43,6 +43,7 @@ def regrade_stored(store, run_id: str, bench: Benchmark, samples: dict[str, Samp
     record answered) whose `graded_by` is not the current `grading_stamp`; write back each one."""
     stamp = grading_stamp(bench)
     done = Regraded()
+    rewritten = []
     for ordinal, result in store.stale_graded(run_id, stamp):
         sample = samples.get(result.sample_id)
         if sample is None:  # not in this invocation's data (or changed): its next run redoes it
@@ -60,7 +61,8 @@ def regrade_stored(store, run_id: str, bench: Benchmark, samples: dict[str, Samp
         result.graded_by = stamp
         if {name: getattr(result, name) for name in _SCORED_FIELDS} != before:
             done.changed.append(result.sample_id)
-        store.put(run_id, result, ordinal)
+        rewritten.append((result, ordinal))
+    store.put_many(run_id, rewritten)  # one transaction: a kill leaves every record as it was
     return done
 
 
@@ -68,7 +70,7 @@ def say_regraded(done: Regraded, run_id: str) -> str | None:
     """The line a run prints after regrading (None when nothing was graded by other code)."""
     if not done.checked:
         return None
-    line = (f"run {run_id}: {done.checked} stored answers were scored by other lvu code — graded again "
+    line = (f"run {run_id}: {done.checked} stored answers were scored by other (or older) lvu code — graded again "
             f"from their stored responses ({len(done.changed)} changed")
     if done.failed:
         line += f"; {len(done.failed)} cannot be graded now and are answered again"

@@ -355,6 +355,18 @@ class Store:
         with writing(self.path):
             self._put(run_id, result, ordinal)
 
+    def put_many(self, run_id: str, items: list[tuple[SampleResult, int]]) -> None:
+        """Store (record, ordinal) pairs in one transaction: all or none (regrading rewrites many)."""
+        with writing(self.path):
+            self.db.execute("BEGIN")
+            try:
+                for result, ordinal in items:
+                    self._put(run_id, result, ordinal)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
     def _put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
         self.db.execute(
             "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed, digest)"
