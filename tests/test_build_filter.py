@@ -399,3 +399,17 @@ def test_a_dead_endpoint_stops_the_filter_and_writes_nothing(tmp_path, env, vide
         calls = len(server.chat_requests())
     assert done.returncode == 1 and "8 questions in a row failed" in done.stderr and "no file written" in done.stderr
     assert calls == 8 and not (tmp_path / "o").exists()
+
+
+def test_unreadable_records_are_named_not_dropped_silently(tmp_path):
+    from typer.testing import CliRunner
+
+    from lvu.cli import app
+
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"id": "a", "video": "v.mp4", "question": "Q?", "options": ["x", "y"], "answer": 0}\n'
+                    "{not json\n", encoding="utf-8")
+    out = CliRunner().invoke(app, ["build", "filter", str(data), "--rule", "text-only", "-m", "random",
+                                   "-o", str(tmp_path / "out"), "--results-dir", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    assert "1 unreadable record(s) are in neither file" in out.output and "bad.jsonl:2" in out.output

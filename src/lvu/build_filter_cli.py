@@ -144,6 +144,9 @@ def filter_command(
                   f"removed), {paths['decisions']}, {out / 'summary.json'}", markup=False, highlight=False)
     console.print(f"job {outcome.job_id} in {outcome.results_dir}: {outcome.calls} model calls, {outcome.n_reused} "
                   f"decisions from the ledger, {outcome.wall:.2f} s", markup=False, highlight=False)
+    if outcome.bad:  # never silently: the kept file is not the whole input
+        err_console.print(f"{len(outcome.bad)} unreadable record(s) are in neither file — fix them and run again "
+                          f"(`lvu data check` lists them); first: {outcome.bad[0].error}", markup=False, highlight=False)
     if outcome.failed:
         err_console.print(f"{len(outcome.failed)} question(s) undecided (model errors; in neither file) — run the "
                           f"same command again to retry them; first: {outcome.failed[0][0].id}: {outcome.failed[0][1]}",
