@@ -33,7 +33,7 @@ import time
 import zlib
 from pathlib import Path
 
-from lvu.build.blind import qad_prompt_text, seed_order
+from lvu.construct.blind import qad_prompt_text, seed_order
 from lvu.models.testing_server import FakeOpenAIServer
 from lvu.types import LETTERS
 

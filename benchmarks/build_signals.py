@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Cost of Neptune's selection filters and signals (lvu.build.selection / lvu.build.signals), in
+"""Cost of Neptune's selection filters and signals (lvu.construct.selection / lvu.construct.signals), in
 seconds per minute of video, beside the floor each one cannot beat: decoding the frames it reads.
 
 Videos (generated, tests/build_videos.py):
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import av  # noqa: E402
 from build_videos import ShotSpec, multi_shot_video  # noqa: E402
 
-from lvu.build import selection, signals  # noqa: E402
+from lvu.construct import selection, signals  # noqa: E402
 from lvu.media.asr import load_audio  # noqa: E402
 from lvu.media.av_io import Resize  # noqa: E402
 

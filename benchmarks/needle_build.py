@@ -37,8 +37,8 @@ import av
 import numpy as np
 from PIL import Image
 
-from lvu.build.needle_media import load_needles
-from lvu.build.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_media import load_needles
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
 from lvu.media.encode import add_h264_stream
 
 W, H, FPS, RATE = 640, 360, 30, 48000
@@ -131,8 +131,8 @@ def build(background: Path, needles: Path, out: Path, *, reencode: bool = False,
 
 def video_only(background: Path, needles: Path, out: Path) -> float:
     """The same splice with the audio left out: what the picture costs (the breakdown row)."""
-    from lvu.build.needles import _keyed
-    from lvu.build.splice import splice
+    from lvu.construct.needles import _keyed
+    from lvu.construct.splice import splice
 
     s = NeedleSettings(task="order", order_size=10, depths=None, lengths=None, seed=0)
     job = _keyed(plan_build(find_backgrounds(background), load_needles(needles), s)[0], s)

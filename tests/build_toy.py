@@ -18,7 +18,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from lvu.build.pipeline import Pipeline, Stage, StageFailure, Unit, register_pipeline, register_stage
+from lvu.construct.pipeline import Pipeline, Stage, StageFailure, Unit, register_pipeline, register_stage
 from lvu.models.base import Model, register_model
 from lvu.types import Prompt, Response
 
@@ -124,7 +124,7 @@ class Toy(Pipeline):
 
 
 if __name__ == "__main__":  # the kill -9 test's child: run the toy build, slowly
-    from lvu.build.runner import find_videos, run_build
+    from lvu.construct.runner import find_videos, run_build
 
     videos_dir, out, log, delay = sys.argv[1:5]
     videos = find_videos(videos_dir)

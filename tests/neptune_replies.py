@@ -12,7 +12,7 @@ colour their captions name (so a topic can come back later: non-contiguous segme
 decoys give `decoy_number` wrong answers per question from the other texts and sections.
 
 `malformed_first` (prompt kinds): the first reply to each distinct prompt of those kinds is
-malformed (retries, recognised by lvu.build.neptune_parse.RETRY_MARKER, are answered properly);
+malformed (retries, recognised by lvu.construct.neptune_parse.RETRY_MARKER, are answered properly);
 `malformed_always`: every reply of those kinds is malformed.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from lvu.build.neptune_parse import PREVIOUS_REPLY_HEADER, RETRY_MARKER, parse_questions
+from lvu.construct.neptune_parse import PREVIOUS_REPLY_HEADER, RETRY_MARKER, parse_questions
 
 PROMPT_OPENINGS = {
     "frame_caption": "Answer the following questions about the given image.",
@@ -42,7 +42,7 @@ PROMPT_OPENINGS = {
     "decoys": "Role: You are a rigorous teacher",
     "qad_filter": "Carefully analyze the following question and options.",
 }
-"""Kind -> words its prompt starts with (QAD filter: App. C.2.5, lvu.build.blind)."""
+"""Kind -> words its prompt starts with (QAD filter: App. C.2.5, lvu.construct.blind)."""
 
 MALFORMED = {
     "frame_caption": "I cannot describe this image.",

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from lvu.build.neptune_export import mcq_options
+from lvu.construct.neptune_export import mcq_options
 from lvu.media.testing import SyntheticVideo, make_video
 from web_store import srt
 

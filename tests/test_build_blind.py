@@ -1,4 +1,4 @@
-"""The blind filters' rules on one question (lvu.build.blind): the verbatim Neptune QAD prompt,
+"""The blind filters' rules on one question (lvu.construct.blind): the verbatim Neptune QAD prompt,
 reply parsing (rankings, letters, free text, unparsable), seeded option shuffles, the 2-of-3 rule,
 LVBench's and Video-MME's decisions."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lvu.build.blind import (QAD_PROMPT, Vote, lvbench_decision, parse_ranking, qad_filter_question,
+from lvu.construct.blind import (QAD_PROMPT, Vote, lvbench_decision, parse_ranking, qad_filter_question,
                              qad_prompt_text, seed_order, text_only_decision)
 from lvu.models.base import Model
 from lvu.types import LETTERS, Response
@@ -70,7 +70,7 @@ def test_seed_order_is_a_seeded_permutation_that_differs_per_seed():
     assert all(sorted(o) == list(range(5)) for o in orders)
     assert orders == [seed_order("Why?", OPTS, s) for s in range(6)]  # the same every time
     assert len({tuple(o) for o in orders}) > 3
-    script = ("from lvu.build.blind import seed_order; "
+    script = ("from lvu.construct.blind import seed_order; "
               f"print(seed_order('Why?', {OPTS!r}, 2))")  # not Python's salted hash: another process agrees
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "123"})

@@ -20,7 +20,7 @@ import pytest
 
 from ledger_reading import committed
 from lvu.benchmarks.jsonl import read_samples, write_samples
-from lvu.build.blind import seed_order
+from lvu.construct.blind import seed_order
 from lvu.media.testing import make_video
 from lvu.models.testing_server import FakeOpenAIServer
 from lvu.runs.grading import make_benchmark
@@ -358,7 +358,7 @@ def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path, env):
-    from lvu.build.filtering import FilterSettings
+    from lvu.construct.filtering import FilterSettings
     from lvu.build_filter_cli import split_model_args
     from lvu.errors import LvuError
 

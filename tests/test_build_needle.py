@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from lvu.benchmarks.jsonl import read_samples
-from lvu.build.needle_media import load_needles
-from lvu.build.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_media import load_needles
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
 from lvu.errors import LvuError
 from lvu.media.subtitles import load_cues
 from lvu.media.video import VideoReader
@@ -133,7 +133,7 @@ def test_background_sound_is_copied_between_splices_within_half_an_aac_frame(med
     samples; only the packets around the splices are encoded. --exact-audio: offset 0 everywhere."""
     import av
 
-    from lvu.build.splice import Insert, probe_background, splice, timeline
+    from lvu.construct.splice import Insert, probe_background, splice, timeline
 
     bg = probe_background(media["bg"] / "street.mp4")
     with av.open(str(bg.path)) as c:
@@ -299,7 +299,7 @@ def test_a_gop_split_by_a_needle_is_copied_whole_on_later_loops(tmp_path):
     """A one-GOP background looped 3 times, a needle at frame 5: the GOP is decoded around the needle,
     copied whole on the 2nd loop, decoded again for the cut 3rd loop. Muxing takes a packet's data,
     so the 3rd loop must read the packets afresh (it decoded spent ones, and lost its frames)."""
-    from lvu.build.splice import Insert, probe_background, splice, timeline
+    from lvu.construct.splice import Insert, probe_background, splice, timeline
 
     bg = probe_background(barcode_background(tmp_path / "one-gop.mp4", seconds=3, gop=300, audio=False, cues=None))
     assert bg.keyframes == (0,) and bg.n_frames == 30

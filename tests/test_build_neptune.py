@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lvu.build.neptune_parse import RETRY_MARKER
-from lvu.build.runner import open_build
+from lvu.construct.neptune_parse import RETRY_MARKER
+from lvu.construct.runner import open_build
 from lvu.cli import app
 from lvu.models.testing_server import FakeOpenAIServer
 from neptune_example import write_videos

@@ -1,4 +1,4 @@
-"""The build mechanism (lvu.build.pipeline / runner) on a tiny synthetic pipeline (tests/build_toy.py):
+"""The build mechanism (lvu.construct.pipeline / runner) on a tiny synthetic pipeline (tests/build_toy.py):
 resume after kill -9, recompute-on-prompt-change of that stage and its successors only, one failed
 unit never stops the build, a malformed reply is retried once with the parse error."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import build_toy
-from lvu.build.runner import find_videos, open_build, run_build
+from lvu.construct.runner import find_videos, open_build, run_build
 from lvu.errors import LvuError
 
 HERE = Path(__file__).resolve().parent

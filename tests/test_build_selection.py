@@ -1,4 +1,4 @@
-"""Neptune's selection filters (lvu.build.selection) on generated videos with real structure:
+"""Neptune's selection filters (lvu.construct.selection) on generated videos with real structure:
 a static picture with a voice-over is rejected, three shots are kept; a face filling the frame
 is rejected by dlib's frontal face detector, videos without faces are kept. Offline, CPU only."""
 
@@ -19,8 +19,8 @@ from build_videos import (
     video_dir,
 )
 
-from lvu.build import selection
-from lvu.build.selection import FilterResult, duration_filter, face_heights, static_filter, talking_head_filter
+from lvu.construct import selection
+from lvu.construct.selection import FilterResult, duration_filter, face_heights, static_filter, talking_head_filter
 from lvu.errors import DataError, LvuError
 
 

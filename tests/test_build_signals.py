@@ -1,4 +1,4 @@
-"""Neptune's signals (lvu.build.signals) on generated videos: real PySceneDetect shots at the
+"""Neptune's signals (lvu.construct.signals) on generated videos: real PySceneDetect shots at the
 generated cuts, real Whisper tiny.en on eSpeak NG speech, real RapidOCR on burnt-in text, subtitle
 and sidecar files beside the video, frames through lvu's media layer. Offline, CPU only."""
 
@@ -18,8 +18,8 @@ from build_videos import (
     video_dir,
 )
 
-from lvu.build import signals
-from lvu.build.signals import (
+from lvu.construct import signals
+from lvu.construct.signals import (
     Shot,
     detect_shots,
     find_subtitles,

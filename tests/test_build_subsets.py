@@ -1,4 +1,4 @@
-"""Neptune's hard subsets from a build (lvu.build.neptune_subsets, `lvu build subsets`): MMA = not
+"""Neptune's hard subsets from a build (lvu.construct.neptune_subsets, `lvu build subsets`): MMA = not
 removed by the ASR filter nor the QAD filter; MMH = rater modality not audio-only and not removed by
 the QAD filter. A scripted server ranks each question's answer first for exactly the questions meant
 to be removed, so the subsets are known exactly."""

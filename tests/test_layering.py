@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("scoring", ("lvu.scoring.**",)),
     ("benchmarks", ("lvu.benchmarks.**",)),
     ("runs", ("lvu.runs.**",)),
-    ("build", ("lvu.build.**",)),
+    ("construct", ("lvu.construct.**",)),
     ("analysis", ("lvu.analysis.**",)),
     ("web", ("lvu.web.**",)),
     ("api", ("lvu.api",)),

@@ -1,4 +1,4 @@
-"""Neptune's construction prompts (lvu.build.neptune_prompts), their parsers (lvu.build.neptune_parse)
+"""Neptune's construction prompts (lvu.construct.neptune_prompts), their parsers (lvu.construct.neptune_parse)
 and the scripted LLM (tests/neptune_replies.py) through the real `openai` backend."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lvu.build import neptune_parse as P
-from lvu.build import neptune_prompts as N
-from lvu.build.neptune_prompt_text import EXTRACTION_FIXES, PAPER_PROMPTS, SEGMENT_CONTEXT_LINE, TOPICS_OUTPUT_FORMAT
+from lvu.construct import neptune_parse as P
+from lvu.construct import neptune_prompts as N
+from lvu.construct.neptune_prompt_text import EXTRACTION_FIXES, PAPER_PROMPTS, SEGMENT_CONTEXT_LINE, TOPICS_OUTPUT_FORMAT
 from lvu.errors import LvuError
 from lvu.media.testing import draw_frame
 from lvu.models.openai_compat import OpenAICompat

@@ -14,8 +14,8 @@ from lvu.analysis.niah import ALL, applies, ladder_table, niah, plot_niah
 from lvu.analysis.report import build_report
 from lvu.analysis.runs import RunData, load_runs
 from lvu.api import run
-from lvu.build.needle_media import load_needles
-from lvu.build.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_media import load_needles
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
 from lvu.runs.store import Store
 from lvu.types import SampleResult
 from analysis_runs import store_run

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 pytest.importorskip("fastapi", reason="the review app needs fastapi")
-from lvu.build.review_labels import MODALITIES  # noqa: E402
+from lvu.construct.review_labels import MODALITIES  # noqa: E402
 from lvu.web.review_data import load_source  # noqa: E402
 from lvu.web.review_export import agreement_of, outcomes  # noqa: E402
 from lvu.web.review_rules import Decision, Modality, Version, final_decision, fleiss_kappa  # noqa: E402

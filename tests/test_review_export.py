@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("fastapi", reason="the review app needs fastapi")
 from lvu.benchmarks.jsonl import read_samples  # noqa: E402
 from lvu.benchmarks.neptune_release import load_release  # noqa: E402
-from lvu.build.neptune_export import mcq_options  # noqa: E402
-from lvu.build.review_labels import mmh_candidates, rater_modality  # noqa: E402
+from lvu.construct.neptune_export import mcq_options  # noqa: E402
+from lvu.construct.review_labels import mmh_candidates, rater_modality  # noqa: E402
 from lvu.web.review_export import export  # noqa: E402
 from review_toy import QUESTIONS, accept, build, open_review, reject  # noqa: E402
 

@@ -1,6 +1,6 @@
 """`lvu build filter`: the papers' blind filters over a benchmark or a JSONL file (docs/build.md,
-"Blind filters"). Thin: the rules are lvu.build.blind, the resumable job lvu.build.filtering, the
-files lvu.build.filter_files and the summary lvu.analysis.blind."""
+"Blind filters"). Thin: the rules are lvu.construct.blind, the resumable job lvu.construct.filtering, the
+files lvu.construct.filter_files and the summary lvu.analysis.blind."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lvu.errors import LvuError
 
 if TYPE_CHECKING:
     from lvu.benchmarks.base import Benchmark
-    from lvu.build.filtering import FilterOutcome, FilterSettings
+    from lvu.construct.filtering import FilterOutcome, FilterSettings
     from lvu.models.base import Model
 
 _POSITIONAL = re.compile(r"^(\d+)\.(.+)$")
@@ -48,7 +48,7 @@ def source_benchmark(source: str, settings: dict[str, Any]) -> Benchmark:
 
 async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
                   **kwargs: Any) -> FilterOutcome:
-    from lvu.build.filtering import filter_samples
+    from lvu.construct.filtering import filter_samples
     from lvu.models.probes import build_model
 
     models: list[Model] = []
@@ -95,8 +95,8 @@ def filter_command(
 
     from lvu.analysis.blind import filter_summary
     from lvu.analysis_cli import print_summary, print_table
-    from lvu.build.filter_files import write_outputs
-    from lvu.build.filtering import FilterSettings
+    from lvu.construct.filter_files import write_outputs
+    from lvu.construct.filtering import FilterSettings
 
     check_limit(limit)
     if concurrency < 1:

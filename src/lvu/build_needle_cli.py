@@ -1,6 +1,6 @@
 """`lvu build needle` and `lvu build ladder`: needle-in-a-haystack benchmarks on your own videos
 and MLVU's Time-ladder (docs/build.md, "Needles and the time ladder"). Thin: the work is in
-lvu.build.needles, lvu.build.splice and lvu.build.ladder."""
+lvu.construct.needles, lvu.construct.splice and lvu.construct.ladder."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def needle_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from lvu.build.needle_media import load_needles
-    from lvu.build.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+    from lvu.construct.needle_media import load_needles
+    from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
 
     if per_cell < 1 or workers < 1 or order_size < 2 or max_count < 1 or needle_seconds <= 0:
         raise LvuError("--per-cell, --workers and --max-count must be >= 1, --order-size >= 2, --needle-seconds > 0")
@@ -96,7 +96,7 @@ def ladder_command(
 
         lvu build needle -b bg/ -n clips/ --depths random --lengths 600 -o nqa && lvu build ladder nqa/needle.jsonl -o ladder
     """
-    from lvu.build.ladder import build_ladder, load_sources
+    from lvu.construct.ladder import build_ladder, load_sources
 
     result = build_ladder(load_sources(sources), out, _numbers(lengths, "--lengths", positive=True))
     rungs = sorted({length for _, length in result.kept} | {length for _, length in result.outside})

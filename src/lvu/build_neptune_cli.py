@@ -1,6 +1,6 @@
 """`lvu build neptune` (Neptune's QAD pipeline on a folder of videos), `lvu build status` and
-`lvu build show` (any build folder). Thin: the stages are lvu.build.neptune, the mechanism
-lvu.build.pipeline / lvu.build.runner (docs/build.md, "The Neptune pipeline")."""
+`lvu build show` (any build folder). Thin: the stages are lvu.construct.neptune, the mechanism
+lvu.construct.pipeline / lvu.construct.runner (docs/build.md, "The Neptune pipeline")."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def neptune_command(
     questions, six decoys, the QAD blind filter; writes Neptune's release schema and lvu JSONL that
     `lvu run` evaluates. Every output is committed as it comes: run the same command to resume.
     Exit codes: 0 all done; 1 some units failed (see lvu build status); 130 interrupted."""
-    from lvu.build.neptune import CAPTIONERS, Neptune
-    from lvu.build.runner import find_videos, run_build
+    from lvu.construct.neptune import CAPTIONERS, Neptune
+    from lvu.construct.runner import find_videos, run_build
 
     check_limit(limit)
     if captioner not in CAPTIONERS:
@@ -129,7 +129,7 @@ def print_status(state: Any, *, title: str) -> None:
 
 def status_command(out: Annotated[Path, typer.Argument(help="A build folder (the -o of lvu build ...).")]) -> None:
     """Per stage: units done / failed / pending, videos by state, calls, tokens and wall time."""
-    from lvu.build.runner import open_build
+    from lvu.construct.runner import open_build
 
     pipeline, videos, state = open_build(out)
     print_status(state, title=f"lvu build {pipeline.name} — {out} ({len(videos)} video(s))")
@@ -151,7 +151,7 @@ def show_command(
     as_json: Annotated[bool, typer.Option("--json", help="Everything stored for the video, as JSON.")] = False,
 ) -> None:
     """Every stage's output for one video: each unit's result (or error), its calls, tokens, time."""
-    from lvu.build.runner import open_build, tokens_of
+    from lvu.construct.runner import open_build, tokens_of
 
     _, videos, state = open_build(out)
     if video not in {v.id for v in videos}:
@@ -207,8 +207,8 @@ def subsets_command(
     MMA: questions neither the ASR filter (the QAD filter with the transcript) nor the QAD filter
     removes. MMH: questions the raters marked as not audio-only (a `lvu review export` folder) that
     the QAD filter does not remove. Resumable: every filter decision is stored as it is made."""
-    from lvu.build.neptune_subsets import build_subsets
-    from lvu.build.runner import load_models
+    from lvu.construct.neptune_subsets import build_subsets
+    from lvu.construct.runner import load_models
 
     if not 1 <= threshold <= seeds:
         raise LvuError(f"--threshold {threshold}: must be from 1 to --seeds ({seeds})")

@@ -2,7 +2,7 @@
 label, with percentile-bootstrap CIs (lvu.analysis.stats.bootstrap_cells, the intervals the other
 tables use).
 
-- `filter_summary`: a blind filter's removals (`lvu build filter`, lvu.build.filtering) — removed %
+- `filter_summary`: a blind filter's removals (`lvu build filter`, lvu.construct.filtering) — removed %
   of the checked questions per label;
 - `blind_runs`: stored blind-probe runs (`-m blind` / `-m blind-asr`, or a sweep's `--probe blind`)
   — the share of multiple-choice questions each run answered correctly, per label (`lvu analyse blind`).
@@ -24,7 +24,7 @@ from lvu.errors import LvuError
 
 if TYPE_CHECKING:
     from lvu.analysis.runs import RunData
-    from lvu.build.filtering import FilterOutcome
+    from lvu.construct.filtering import FilterOutcome
 
 Labels = dict[str, "str | list[str]"]
 ALL = "all"

@@ -119,7 +119,7 @@ def niah(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0)
 
 def ladder_table(run: RunData, lengths: list[str]) -> Table | None:
     """MLVU's Time-ladder layout: one row per length, a column per task, M-Avg = the tasks' mean."""
-    from lvu.build.ladder import TASK_NAMES
+    from lvu.construct.ladder import TASK_NAMES
 
     results = choice_results(run.results)
     tasks = sorted({t for r in results for t in label_values(r, "task")}, key=lambda t: list(TASK_NAMES).index(t)

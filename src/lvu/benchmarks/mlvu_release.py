@@ -61,7 +61,7 @@ FOLDERS = {"NQA": "needle", "SSC": "subPlot"}
 EVIDENCE_KEYS = ("evidence", "needle_position", "segment")
 """Record keys read as the evidence span ([start, end] seconds, or a list of them) into
 extra["evidence"]. The MLVU release has none (no record carries timestamps); a copy that adds them
-lets `lvu build ladder` cut its videos (lvu.build.ladder)."""
+lets `lvu build ladder` cut its videos (lvu.construct.ladder)."""
 
 
 # ---- one record -----------------------------------------------------------------------------------

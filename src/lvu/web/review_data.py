@@ -1,6 +1,6 @@
 """What `lvu review` reviews: the questions of a build output or of any lvu JSONL benchmark, with
 what a rater needs beside each (decoys, dense captions, transcript, evidence times; the fields are
-named in lvu.build.review_labels), and the only videos the review server may send.
+named in lvu.construct.review_labels), and the only videos the review server may send.
 
 `load_source(PATH)`: PATH is a JSONL file, or a folder holding `benchmark.jsonl` (what `lvu build
 neptune` writes), `kept.jsonl` (what `lvu build filter` writes) or exactly one `*.jsonl`.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvu.build.review_labels import (
+from lvu.construct.review_labels import (
     ASR_FIELD, DECOY_FIELDS, DENSE_CAPTIONS_FIELD, EVIDENCE_FIELD, REFERENCE_FIELD,
 )
 from lvu.errors import LvuError

@@ -27,7 +27,7 @@ from typing import Any
 
 from lvu.benchmarks.jsonl import write_samples
 from lvu.benchmarks.neptune_release import _shuffled as shuffled_options  # Neptune's seeded option order
-from lvu.build.review_labels import MODALITY_LABEL, REFERENCE_FIELD, REVIEW_FIELD, mmh_candidates
+from lvu.construct.review_labels import MODALITY_LABEL, REFERENCE_FIELD, REVIEW_FIELD, mmh_candidates
 from lvu.errors import LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
 from lvu.web.review_data import ReviewItem, ReviewSource

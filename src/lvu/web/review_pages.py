@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from lvu.build.review_labels import MODALITIES
+from lvu.construct.review_labels import MODALITIES
 from lvu.web.pages import e, json_script, layout
 from lvu.web.review_data import Cue, ReviewItem
 from lvu.web.review_rules import CRITERIA, Decision, Final, Version, field_values

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lvu.build.review_labels import MODALITIES
+from lvu.construct.review_labels import MODALITIES
 
 if TYPE_CHECKING:
     from lvu.web.review_data import ReviewItem

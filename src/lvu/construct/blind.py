@@ -10,7 +10,7 @@
 Every reply is parsed by `parse_ranking` (an "ANSWER: C > A > ..." ranking, a bare letter, or free
 text naming exactly one option); a reply it cannot read is recorded as unparsable (None), never
 guessed, and never counts as correct. The rules here call models; running them over a benchmark,
-resumably, is lvu.build.filtering.
+resumably, is lvu.construct.filtering.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lvu.benchmarks.jsonl import write_samples
-from lvu.build.filtering import FilterOutcome
+from lvu.construct.filtering import FilterOutcome
 from lvu.types import Sample
 
 EVIDENCE_KEY = "blind_filter"

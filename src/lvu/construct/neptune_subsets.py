@@ -6,7 +6,7 @@ caption agrees, App. C.4 swaps the names — research/seed_neptune.md §2.3):
 - MMH (multimodal, human): questions whose raters' required modality is not `audio-only`, and that
   the QAD filter — repeated after the raters' corrections — does not remove.
 
-Both filters are `lvu build filter`'s neptune-qad rule (lvu.build.filtering: 3 seeds, removed at
+Both filters are `lvu build filter`'s neptune-qad rule (lvu.construct.filtering: 3 seeds, removed at
 >= 2, resumable on the ledger, every vote kept). The subsets are written as `neptune_mma.json` /
 `neptune_mmh.json` beside the source's `neptune_full.json` records, the release's layout, so
 `lvu run -b neptune --data DIR --set subset=mma` runs one and a full run reports both columns.
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lvu.build.filtering import FilterOutcome, FilterSettings, filter_samples
-from lvu.build.review_labels import MODALITY_LABEL
+from lvu.construct.filtering import FilterOutcome, FilterSettings, filter_samples
+from lvu.construct.review_labels import MODALITY_LABEL
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ packets decode on their own; its other kept frames are decoded and re-encoded wi
 fresh libx264 run with its own SPS/PPS in band; every copied keyframe carries the background's).
 Otherwise every frame is decoded and re-encoded once (`reason` says why). Sound: the background's
 AAC packets are copied between splice points, within half an AAC frame of the picture
-(lvu.build.splice_audio_copy), or with `exact_audio` (or an uncopyable track) all of it is
-re-encoded sample-exactly (lvu.build.splice_audio); inserted spans carry the insert's own samples
+(lvu.construct.splice_audio_copy), or with `exact_audio` (or an uncopyable track) all of it is
+re-encoded sample-exactly (lvu.construct.splice_audio); inserted spans carry the insert's own samples
 or silence.
 """
 
@@ -31,9 +31,9 @@ from typing import Any
 import av
 import numpy as np
 
-from lvu.build.splice_audio import AudioFormat, AudioTrack, BackgroundAudio
-from lvu.build.splice_audio_copy import AacPackets, CopyAudioTrack, aac_packets
-from lvu.build.splice_packets import GopPackets, packet_copy
+from lvu.construct.splice_audio import AudioFormat, AudioTrack, BackgroundAudio
+from lvu.construct.splice_audio_copy import AacPackets, CopyAudioTrack, aac_packets
+from lvu.construct.splice_packets import GopPackets, packet_copy
 from lvu.errors import DataError
 from lvu.media.av_io import _open, _short
 from lvu.media.encode import add_h264_stream, annexb_nals, avcc_parameter_sets, h264_encoder, length_prefixed
@@ -242,7 +242,7 @@ def splice(bg: Background, pieces: list[Piece], out_path: str | Path, *, audio: 
 
 def _audio_track(container: Any, bg: Background, pieces: list[Piece], fmt: AudioFormat, exact: bool,
                  stats: SpliceStats) -> AudioTrack:
-    """The background's AAC packets copied where they can be (lvu.build.splice_audio_copy), else
+    """The background's AAC packets copied where they can be (lvu.construct.splice_audio_copy), else
     the whole track re-encoded; stats.extra["audio"] says which and why."""
     source = BackgroundAudio(bg.path, fmt, bg.audio.offset if bg.audio else 0.0)
     grid: AacPackets | str = "sample-exact audio was asked for" if exact else \

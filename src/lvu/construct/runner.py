@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvu.build.pipeline import Outcome, RecordingModel, Stage, Unit, Video, check_pipeline, run_unit
+from lvu.construct.pipeline import Outcome, RecordingModel, Stage, Unit, Video, check_pipeline, run_unit
 from lvu.errors import LvuError
 from lvu.progress import LoggedProgress, stage_columns
 from lvu.runs.ledger import Entry, JobLedger, item_key, job_id
@@ -345,7 +345,7 @@ def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 async def run_build(pipeline: Any, videos: list[Video], out: str | Path, models: dict[str, tuple[str, dict[str, Any]]],
                     *, concurrency: int = 4, show_progress: bool = True,
                     note: Callable[[str], None] | None = None) -> tuple[BuildState, dict[str, Any]]:
-    """Run `pipeline` (a lvu.build.pipeline.Pipeline) over `videos` into `out`, resuming what is
+    """Run `pipeline` (a lvu.construct.pipeline.Pipeline) over `videos` into `out`, resuming what is
     there; then export. `models`: role -> (name, args) for the roles its stages call."""
     pipeline.check()
     needed = pipeline.roles()
@@ -389,11 +389,11 @@ def pipeline_class(name: str) -> Any:
     """A pipeline by name; the built-in ones register when their module is first imported."""
     import importlib
 
-    from lvu.build.pipeline import PIPELINES
+    from lvu.construct.pipeline import PIPELINES
 
     if name in BUILTIN_PIPELINES:
         importlib.import_module(BUILTIN_PIPELINES[name])
     return PIPELINES.get(name)
 
 
-BUILTIN_PIPELINES = {"neptune": "lvu.build.neptune"}
+BUILTIN_PIPELINES = {"neptune": "lvu.construct.neptune"}

@@ -1,4 +1,4 @@
-"""Parsers for the replies to Neptune's construction prompts (lvu.build.neptune_prompts).
+"""Parsers for the replies to Neptune's construction prompts (lvu.construct.neptune_prompts).
 
 Each parser takes the raw reply text and returns the parsed result, or raises ReplyParseError with
 a one-line reason and the format that was expected; retry_prompt(prompt, reply, error) turns that

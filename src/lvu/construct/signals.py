@@ -6,7 +6,7 @@
     meta = read_sidecar("v.mp4")               # Sidecar(title, description) from v.json, or None
     frames = frames_at("v.mp4")                # Frames(times, images) at 1 fps for a VLM captioner
 
-Plain functions, no model calls and no store: the build stages (lvu.build) call them per video and
+Plain functions, no model calls and no store: the build stages (lvu.construct) call them per video and
 record what they return. Frames come through lvu's media layer (exact VideoReader sampling, the
 `fps:F` plan of `lvu frames`), speech through lvu.media.asr (faster-whisper, cached), OCR through
 ocr-match's RapidOCR reader (cached per frame). Every time is in seconds from the first frame, the

@@ -6,7 +6,7 @@ and the time ladder"), after MLVU's Needle QA / Action Order / Action Count cons
 
 For every background, length and depth (nqa) or every background and length (order, count) it
 makes `per_cell` videos: the background trimmed or looped to the length, the needles inserted at
-frame-exact positions (lvu.build.splice), its subtitle cues shifted past the inserted spans. Each
+frame-exact positions (lvu.construct.splice), its subtitle cues shifted past the inserted spans. Each
 sample is labelled `task`, `depth`, `length`, `needle_duration` and carries the exact inserted
 spans in `extra.needles` (seconds and frames). Same seed and inputs → the same plan, the same
 JSONL bytes, the same video bytes. A video whose content key (background, needles, positions,
@@ -27,10 +27,10 @@ from typing import Any
 
 from lvu.benchmarks.haystack import AnswerBalancer
 from lvu.benchmarks.jsonl import write_samples
-from lvu.build import needle_questions as questions
-from lvu.build.needle_media import VIDEO_SUFFIXES, Needle, frame_count, needle_audio, needle_frames
-from lvu.build.splice import CRF, Background, Insert, Piece, probe_background, splice, timeline
-from lvu.build.splice_audio import AudioFormat
+from lvu.construct import needle_questions as questions
+from lvu.construct.needle_media import VIDEO_SUFFIXES, Needle, frame_count, needle_audio, needle_frames
+from lvu.construct.splice import CRF, Background, Insert, Piece, probe_background, splice, timeline
+from lvu.construct.splice_audio import AudioFormat
 from lvu.errors import DataError, LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
 

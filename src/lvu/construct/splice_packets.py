@@ -1,4 +1,4 @@
-"""A background's video packets GOP by GOP, for lvu.build.splice's copy path."""
+"""A background's video packets GOP by GOP, for lvu.construct.splice's copy path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audio side of a splice (lvu.build.splice): the background's samples for its spans, each
+"""The audio side of a splice (lvu.construct.splice): the background's samples for its spans, each
 insert's samples (or silence) for its span, encoded to AAC at sample positions that follow the
 video frames exactly (output frame f starts at sample floor(f * rate / fps))."""
 
@@ -128,7 +128,7 @@ class AudioTrack:
 
     def __init__(self, container: Any, fmt: AudioFormat, pieces: list[Any], rate: Fraction,
                  source: BackgroundAudio) -> None:
-        """`pieces`: the splice's lvu.build.splice.Piece list; `rate`: the video's frames per second."""
+        """`pieces`: the splice's lvu.construct.splice.Piece list; `rate`: the video's frames per second."""
         self.fmt, self.pieces, self.rate, self.source = fmt, pieces, rate, source
         self.container = container
         self.stream = container.add_stream("aac", rate=fmt.rate, layout=fmt.layout)

@@ -4,10 +4,10 @@
     → clusters → segment captions → visual support → questions → decoys → QAD filter → export
 
 Stages i-iv of the paper's Fig. 1 plus its pre-rater blind filter; each stage is one class below,
-its prompt the paper's (lvu.build.neptune_prompt_text, filled by neptune_prompts, replies read by
-neptune_parse); the filters and signals are lvu.build.selection / signals, the blind filter
-lvu.build.blind. What the paper leaves open is decided in DEFAULTS and documented in docs/build.md
-("The Neptune pipeline"). The export (lvu.build.neptune_export) writes Neptune's release schema and
+its prompt the paper's (lvu.construct.neptune_prompt_text, filled by neptune_prompts, replies read by
+neptune_parse); the filters and signals are lvu.construct.selection / signals, the blind filter
+lvu.construct.blind. What the paper leaves open is decided in DEFAULTS and documented in docs/build.md
+("The Neptune pipeline"). The export (lvu.construct.neptune_export) writes Neptune's release schema and
 lvu JSONL.
 """
 
@@ -17,15 +17,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from lvu.build import neptune_parse as parse
-from lvu.build import neptune_prompts as prompts
-from lvu.build.blind import QAD_PROMPT, qad_filter_question
-from lvu.build.neptune_export import export, mcq_options, question_key
-from lvu.build.neptune_signal_stages import (
+from lvu.construct import neptune_parse as parse
+from lvu.construct import neptune_prompts as prompts
+from lvu.construct.blind import QAD_PROMPT, qad_filter_question
+from lvu.construct.neptune_export import export, mcq_options, question_key
+from lvu.construct.neptune_signal_stages import (
     ASR_MODES, CAPTIONERS, DEFAULTS, FrameCaptions, NeptuneStage, OcrFrameCaptions, Select, Shots, Sidecar, Speech,
     timed_speech,
 )
-from lvu.build.pipeline import Pipeline, Stage, StageFailure, Unit, Video, register_pipeline, register_stage
+from lvu.construct.pipeline import Pipeline, Stage, StageFailure, Unit, Video, register_pipeline, register_stage
 from lvu.errors import LvuError
 
 __all__ = ["ASR_MODES", "CAPTIONERS", "DEFAULTS", "Neptune"]
@@ -271,7 +271,7 @@ class Decoys(NeptuneStage):
 
 @register_stage("neptune.qad-filter")
 class QadFilter(NeptuneStage):
-    """The QAD blind filter (lvu.build.blind): the ranking model sees the question and the five MCQ
+    """The QAD blind filter (lvu.construct.blind): the ranking model sees the question and the five MCQ
     options, no video, `filter_seeds` times; removed when it top-ranks the answer >= threshold times."""
 
     output = "qad_filter"

@@ -1,4 +1,4 @@
-"""Neptune's construction prompts, filled: the paper's templates (lvu.build.neptune_prompt_text) plus
+"""Neptune's construction prompts, filled: the paper's templates (lvu.construct.neptune_prompt_text) plus
 the text they are filled with — the video script, the suggested structure, the context, the dense
 captions and the question list — laid out as docs/build.md ("Neptune prompts and parsers") says.
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lvu.build.neptune_prompt_text import (
+from lvu.construct.neptune_prompt_text import (
     CLUSTERING_PROMPT,
     DECOY_PROMPT,
     EXTRACTION_FIXES,
@@ -274,7 +274,7 @@ def dense_captions_text(segments: Sequence[DenseSegment]) -> str:
 def questions_and_answers_text(qas: Sequence[Sequence[str]]) -> str:
     """{question_and_answer_str}: the stage-1 questions in stage 1's own format, numbered from 1:
     "QUESTION 1: (capability) question" then "CORRECT ANSWER: answer", a blank line between.
-    `qas`: (capability, question, answer) triples (lvu.build.neptune_parse.QA)."""
+    `qas`: (capability, question, answer) triples (lvu.construct.neptune_parse.QA)."""
     blocks = []
     for n, (capability, question, answer) in enumerate(qas, 1):
         cap = f"({capability}) " if capability else ""

@@ -11,7 +11,7 @@ packets still cancel and no click is heard.
 
 Used when the background's audio is AAC-LC with 1024-sample packets back to back, in the output's
 format, with the audio specific config lvu's encoder writes; otherwise the whole track is
-re-encoded sample-exactly (lvu.build.splice_audio.AudioTrack), as `exact_audio=True` asks.
+re-encoded sample-exactly (lvu.construct.splice_audio.AudioTrack), as `exact_audio=True` asks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import av
 import numpy as np
 
-from lvu.build.splice_audio import _END, AudioFormat, AudioTrack, BackgroundAudio
+from lvu.construct.splice_audio import _END, AudioFormat, AudioTrack, BackgroundAudio
 from lvu.media.av_io import _open
 
 FRAME = 1024

@@ -11,7 +11,7 @@ directly, and its PQA/ER segments are not published), so a release without added
 (lvu.benchmarks.mlvu_release.EVIDENCE_KEYS) is refused with that explanation; build the ladder
 from `lvu build needle --lengths 180,360,600` outputs instead.
 
-Each video is cut once per length (the first L seconds; lvu.build.splice copies whole GOPs and
+Each video is cut once per length (the first L seconds; lvu.construct.splice copies whole GOPs and
 re-encodes only the last partial one), its subtitles clipped; samples get `length` = "180s" and
 ids `<id>@180s`.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lvu.benchmarks.jsonl import read_samples, write_samples
-from lvu.build.splice import probe_background, splice, timeline
+from lvu.construct.splice import probe_background, splice, timeline
 from lvu.errors import LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
 
@@ -140,7 +140,7 @@ def _cut(bg: Any, length: float, out: Path) -> Path:
 def _cut_subtitles(sample: Sample, bg: Any, length: float, out: Path, stem: str) -> Path | None:
     if sample.subtitles is None or not Path(sample.subtitles.path).is_file():
         return None
-    from lvu.build.needles import shifted_cues
+    from lvu.construct.needles import shifted_cues
     from lvu.media.subtitles import load_cues, srt_text
 
     cues = load_cues(sample.subtitles.path, offset=sample.subtitles.offset)

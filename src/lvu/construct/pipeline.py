@@ -3,7 +3,7 @@
 A stage declares what it reads (`inputs`: the `output` names of earlier stages), what it writes
 (`output`), the model role it calls (`role`: "llm", "vlm" or "none") and its prompt constant
 (`prompt`). Per video it `plan`s its units of work (one per video, frame, shot, segment or
-question) from its inputs; each unit is one item of the build store (lvu.build.runner), keyed by
+question) from its inputs; each unit is one item of the build store (lvu.construct.runner), keyed by
 the stage, its prompt and version, the model identity and the unit's payload (the content of what
 it reads), so a changed prompt or model recomputes that stage — and, through the payloads, the
 stages whose inputs then change — and nothing else. `collect` turns a video's unit results into
@@ -12,7 +12,7 @@ the stage's output for that video.
 A unit's `run` calls models only through its `StageContext`: `ask` sends one prompt, parses the
 reply with the stage's parser and, when the parser raises one of `parse_errors`, asks once more
 with the parse error (`retry_prompt`) before the unit fails; `model(role)` hands library code
-(e.g. lvu.build.blind) a model that records every call. What a unit sent and got back — the exact
+(e.g. lvu.construct.blind) a model that records every call. What a unit sent and got back — the exact
 prompts, raw replies, tokens, seconds — is stored with its result.
 """
 
@@ -255,7 +255,7 @@ class Pipeline:
         return {r for s in self.stages() if (r := s.uses_model())}
 
     def export(self, state: Any, videos: Sequence[Video], out: Path) -> dict[str, Any]:
-        """Write the build's product from its stage outputs (lvu.build.runner.BuildState); returns
+        """Write the build's product from its stage outputs (lvu.construct.runner.BuildState); returns
         what it wrote (name -> path or count) for the closing lines. Default: nothing."""
         return {}
 

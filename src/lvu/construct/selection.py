@@ -8,7 +8,7 @@ Each filter returns a FilterResult: the decision, a one-line reason and JSON-abl
 numbers the decision rests on), which the build records per video. Thresholds are arguments with
 the paper's values as defaults; where the paper leaves a detail open (the clustering features and
 rule, the face detector), the choice is stated here and in docs/build.md ("Selection filters and
-signals"). Frames come through lvu's media layer (lvu.build.signals.iter_frames: the `fps:F` plan).
+signals"). Frames come through lvu's media layer (lvu.construct.signals.iter_frames: the `fps:F` plan).
 An unreadable video raises DataError naming the file.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from lvu.build.signals import DEFAULT_FPS, iter_frames, probe_video
+from lvu.construct.signals import DEFAULT_FPS, iter_frames, probe_video
 from lvu.errors import LvuError
 from lvu.media.av_io import Resize
 

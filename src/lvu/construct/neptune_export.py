@@ -7,7 +7,7 @@
   votes, the video's file name (`video_path`) and its segment count.
 - `benchmark.jsonl`: the same questions as lvu JSONL (docs/jsonl-format.md), for `-b jsonl` and
   rater review (`lvu review`: `extra` holds decoys_6, reference and the video's dense_captions,
-  the fields lvu.build.review_labels names).
+  the fields lvu.construct.review_labels names).
 - `removed.json`: the QADs the blind filter removed, with its votes (never in the benchmark).
 - `videos/`: links to the source videos (the release layout); `asr/<video_id>.srt`: the transcript
   (empty without speech), what `-b neptune-asr --data OUT` and the JSONL's subtitles read.
@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from lvu.build.pipeline import Video
+from lvu.construct.pipeline import Video
 from lvu.types import Sample, Subtitle, SubtitleRef, VideoRef
 
 QUESTION_TYPES: tuple[tuple[str, str], ...] = (

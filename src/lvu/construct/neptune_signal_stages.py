@@ -1,7 +1,7 @@
 """Neptune's pipeline, stages i and ii (paper §4.1, App. C.1-C.2.1): which videos to keep and the
 signals the captioning reads — shots, speech, title/description, frame captions (the paper's prompt
 through a VLM, or on-screen text with --captioner ocr). Also the Neptune stages' shared base and
-options (DEFAULTS); stages iii-iv and the pipeline are lvu.build.neptune.
+options (DEFAULTS); stages iii-iv and the pipeline are lvu.construct.neptune.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from lvu.build import neptune_parse as parse
-from lvu.build import neptune_prompts as prompts
-from lvu.build.pipeline import Stage, Unit, Video, register_stage
+from lvu.construct import neptune_parse as parse
+from lvu.construct import neptune_prompts as prompts
+from lvu.construct.pipeline import Stage, Unit, Video, register_stage
 from lvu.types import Frame
 
 DEFAULTS: dict[str, Any] = {
@@ -84,8 +84,8 @@ class Select(NeptuneStage):
         return await asyncio.to_thread(self._select, ctx.video.path)
 
     def _select(self, path: str) -> dict[str, Any]:
-        from lvu.build import selection
-        from lvu.build.signals import probe_video
+        from lvu.construct import selection
+        from lvu.construct.signals import probe_video
 
         duration = probe_video(path).duration
         results = [selection.duration_filter(duration, self.opt("min_seconds"), self.opt("max_seconds"))]
@@ -129,7 +129,7 @@ class Shots(PerKeptVideo):
         return {"threshold": self.opt("shot_threshold")}
 
     async def run(self, unit: Unit, ctx) -> list[list[float]]:
-        from lvu.build.signals import detect_shots
+        from lvu.construct.signals import detect_shots
 
         extra = {} if self.opt("shot_threshold") is None else {"threshold": self.opt("shot_threshold")}
         shots = await asyncio.to_thread(detect_shots, ctx.video.path, **extra)
@@ -147,12 +147,12 @@ class Speech(PerKeptVideo):
         return {"asr": self.opt("asr")}
 
     def payload(self, video: Video) -> dict[str, Any]:
-        from lvu.build.signals import find_subtitles
+        from lvu.construct.signals import find_subtitles
 
         return {"subtitles": _digest(find_subtitles(video.path))}
 
     async def run(self, unit: Unit, ctx) -> dict[str, Any]:
-        from lvu.build.signals import find_subtitles, transcribe
+        from lvu.construct.signals import find_subtitles, transcribe
 
         path, mode = ctx.video.path, self.opt("asr")
         if mode == "none" or (mode == "subtitles" and find_subtitles(path) is None):
@@ -172,7 +172,7 @@ class Sidecar(PerKeptVideo):
         return {"sidecar": [_digest(path.with_suffix(s)) for s in (".json", ".info.json")]}
 
     async def run(self, unit: Unit, ctx) -> dict[str, str]:
-        from lvu.build.signals import read_sidecar
+        from lvu.construct.signals import read_sidecar
 
         found = read_sidecar(ctx.video.path)
         return {"title": found.title, "description": found.description} if found else {"title": "", "description": ""}
@@ -194,7 +194,7 @@ class FrameCaptions(NeptuneStage):
         return {"fps": self.opt("fps")}
 
     def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
-        from lvu.build.signals import probe_video
+        from lvu.construct.signals import probe_video
         from lvu.media.sampling import Fps
 
         if not _kept(inputs):
@@ -214,7 +214,7 @@ class FrameCaptions(NeptuneStage):
 
 
 def _frame_at(path: str, t: float) -> Any:
-    from lvu.build.signals import CAPTION_LONG_SIDE
+    from lvu.construct.signals import CAPTION_LONG_SIDE
     from lvu.media.av_io import Resize
     from lvu.media.video import VideoReader
 
@@ -239,7 +239,7 @@ class OcrFrameCaptions(PerKeptVideo):
         return {"fps": self.opt("fps"), "caption": ocr_caption("{}")}
 
     async def run(self, unit: Unit, ctx) -> list[dict[str, Any]]:
-        from lvu.build.signals import ocr_frame_captions
+        from lvu.construct.signals import ocr_frame_captions
 
         found = await asyncio.to_thread(ocr_frame_captions, ctx.video.path, self.opt("fps"))
         return [{"t": f.t, "caption": ocr_caption(f.text)} for f in found]

@@ -1,4 +1,4 @@
-"""Running a blind filter (lvu.build.blind) over a benchmark's samples, as a resumable ledger job.
+"""Running a blind filter (lvu.construct.blind) over a benchmark's samples, as a resumable ledger job.
 
 The job (`JobLedger`, kind `blind-filter`) is the rule, its parameters, the models' identities and
 the benchmark; its fingerprint is the checked samples' item keys. An item is one question, keyed
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lvu.build.blind import (QAD_PROMPT, QAD_TRANSCRIPT, RULES, Decision, Vote, ask, lvbench_decision,
+from lvu.construct.blind import (QAD_PROMPT, QAD_TRANSCRIPT, RULES, Decision, Vote, ask, lvbench_decision,
                              qad_decision, qad_filter_question, qad_options_str, text_only_decision,
                              text_only_prompt)
 from lvu.errors import LvuError

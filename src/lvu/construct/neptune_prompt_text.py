@@ -15,9 +15,9 @@ paper's span back exactly. The rules for fixing:
 
 The two things the paper leaves out and the pipeline needs (the topics prompt's output format and
 a slot for the video context the segment prompt says it gets) are the separate additions at the
-end; lvu.build.neptune_prompts puts them in and fills the placeholders.
+end; lvu.construct.neptune_prompts puts them in and fills the placeholders.
 
-The QAD blind-filter prompt (App. C.2.5) lives in lvu.build.blind.
+The QAD blind-filter prompt (App. C.2.5) lives in lvu.construct.blind.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ DECOY_PROMPT = (
 # ---- what the paper leaves out (our additions, documented in docs/build.md) ------------------------
 
 # The topics prompt asks for pairs "using output format" but the paper does not print that format;
-# lvu.build.neptune_prompts.format_topics_prompt puts this one between the task and the transcript.
+# lvu.construct.neptune_prompts.format_topics_prompt puts this one between the task and the transcript.
 TOPICS_OUTPUT_FORMAT = (
     "**Output Format:** one pair per topic, in the order the topics come in the video:\n"
     "Topic 1: <short topic title>\n"
@@ -420,4 +420,4 @@ PAPER_PROMPTS: dict[str, str] = {
     "qa": QA_PROMPT,
     "decoys": DECOY_PROMPT,
 }
-"""Every prompt by stage name (the names lvu.build uses for the stages)."""
+"""Every prompt by stage name (the names lvu.construct uses for the stages)."""

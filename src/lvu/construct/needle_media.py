@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from lvu.build.splice_audio import AudioFormat, decode_audio
+from lvu.construct.splice_audio import AudioFormat, decode_audio
 from lvu.errors import DataError, LvuError
 from lvu.media.av_io import _open
 
