@@ -1,5 +1,6 @@
 """`lvu build ...`: make benchmarks the way the papers made theirs (docs/build.md).
 
+    lvu build run PIPELINE INPUTS -o OUT [--opt K=V] [--model ROLE=NAME]  any pipeline (lvu build list)
     lvu build filter BENCH-OR-FILE --rule neptune-qad -m MODEL -o OUT   the blind filters
     lvu build neptune VIDEOS_DIR -o OUT --llm MODEL                      Neptune's QAD pipeline
     lvu build status OUT / lvu build show OUT VIDEO                      a build's progress, one video
@@ -20,10 +21,13 @@ build_app = typer.Typer(help="Build benchmarks: blind filters, Neptune's QAD pip
 # Commands register below, one line each: build_app.command("NAME")(function).
 from lvu.build_filter_cli import filter_command as _filter_command  # noqa: E402  (typer + rich only)
 build_app.command("filter")(_filter_command)
-from lvu.build_neptune_cli import neptune_command, show_command, status_command, subsets_command  # noqa: E402
-build_app.command("neptune")(neptune_command)
+from lvu.build_run_cli import list_command, run_command, show_command, status_command  # noqa: E402
+build_app.command("run")(run_command)
+build_app.command("list")(list_command)
 build_app.command("status")(status_command)
 build_app.command("show")(show_command)
+from lvu.build_neptune_cli import neptune_command, subsets_command  # noqa: E402
+build_app.command("neptune")(neptune_command)
 build_app.command("subsets")(subsets_command)
 from lvu.build_needle_cli import ladder_command, needle_command  # noqa: E402  (typer + rich only)
 build_app.command("needle")(needle_command)

@@ -1,26 +1,18 @@
-"""`lvu build neptune` (Neptune's QAD pipeline on a folder of videos), `lvu build status` and
-`lvu build show` (any build folder). Thin: the stages are lvu.construct.neptune, the mechanism
+"""`lvu build neptune` (Neptune's QAD pipeline on a folder of videos, the shortcut for `lvu build
+run neptune`) and `lvu build subsets`. Thin: the stages are lvu.construct.neptune, the mechanism
 lvu.construct.pipeline / lvu.construct.runner (docs/build.md, "The Neptune pipeline")."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 
 from lvu.cli_common import KV_HELP, check_limit, console, err_console, parse_kv
-from lvu.console_output import fold_cells
+from lvu.build_run_cli import print_problems, print_status
 from lvu.errors import LvuError
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def neptune_command(
@@ -61,35 +53,28 @@ def neptune_command(
     questions, six decoys, the QAD blind filter; writes Neptune's release schema and lvu JSONL that
     `lvu run` evaluates. Every output is committed as it comes: run the same command to resume.
     Exit codes: 0 all done; 1 some units failed (see lvu build status); 130 interrupted."""
-    from lvu.construct.neptune import CAPTIONERS, Neptune
+    from lvu.construct.neptune import Neptune
     from lvu.construct.runner import find_videos, run_build
 
     check_limit(limit)
-    if captioner not in CAPTIONERS:
-        raise LvuError(f"--captioner {captioner!r}: use one of {', '.join(CAPTIONERS)}")
-    if captioner == "vlm" and not vlm:
-        raise LvuError("--captioner vlm needs --vlm MODEL (an image model for the frame captions) — "
-                       "or pass --captioner ocr to caption frames with their on-screen text, offline")
-    if concurrency < 1:
-        raise LvuError(f"--concurrency {concurrency}: must be at least 1")
-    if not 1 <= filter_threshold <= filter_seeds:
-        raise LvuError(f"--filter-threshold {filter_threshold}: must be from 1 to --filter-seeds ({filter_seeds})")
-    if questions < 1:
-        raise LvuError(f"--questions {questions}: must be at least 1")
-    videos = find_videos(videos_dir, limit)
     pipeline = Neptune({"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
                         "max_seconds": max_seconds, "min_face_height": min_face_height,
                         "max_talking_fraction": max_talking_fraction, "filter_seeds": filter_seeds,
-                        "filter_threshold": filter_threshold})
+                        "filter_threshold": filter_threshold})  # the library checks every option
+    if captioner == "vlm" and not vlm:
+        raise LvuError("--captioner vlm needs --vlm MODEL (an image model for the frame captions) — "
+                       "or pass --captioner ocr to caption frames with their on-screen text, offline")
+    videos = find_videos(videos_dir, limit)
     llm_spec = (llm, parse_kv(llm_arg or [], "--llm-arg"))
-    models = {"llm": llm_spec,
-              "filter": (filter_model, parse_kv(filter_arg or [], "--filter-arg")) if filter_model else llm_spec}
+    models = {"llm": llm_spec, **({"filter": (filter_model, parse_kv(filter_arg or [], "--filter-arg"))}
+                                  if filter_model else {})}
     if vlm:
         models["vlm"] = (vlm, parse_kv(vlm_arg or [], "--vlm-arg"))
     err_console.print(f"lvu build neptune: {len(videos)} video(s) from {videos_dir} into {out}", highlight=False)
     state, written = asyncio.run(run_build(pipeline, videos, out, models, concurrency=concurrency,
                                            show_progress=not quiet))
     print_status(state, title=f"lvu build neptune — {out}")
+    print_problems(state)
     console.print(f"{written['questions']} question(s) on {written['videos']} video(s) kept; "
                   f"{written['removed by the QAD filter']} removed by the QAD filter"
                   + (f"; {written['incomplete']} without decoys or filter verdict yet" if written["incomplete"] else ""),
@@ -106,89 +91,6 @@ def neptune_command(
         raise typer.Exit(130)
     if any(s.failed for s in state.stages):  # like `lvu run`: 1 when some items failed (each is recorded)
         raise typer.Exit(1)
-
-
-def print_status(state: Any, *, title: str) -> None:
-    table = Table(title=title, title_justify="left")
-    for name, justify in (("stage", "left"), ("model", "left"), ("unit", "left"), ("done", "right"),
-                          ("failed", "right"), ("pending", "right"), ("videos done/failed/waiting/skipped", "right"),
-                          ("calls", "right"), ("tokens", "right"), ("wall", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for s in state.stages:
-        v = s.videos
-        table.add_row(s.name, s.role, s.unit, str(s.done), str(s.failed), str(s.pending),
-                      f"{v['done']}/{v['failed']}/{v['blocked'] + v['pending']}/{v['skipped']}",
-                      str(s.calls), str(s.tokens), _duration(s.seconds))
-    console.print(fold_cells(table))
-    calls = sum(s.calls for s in state.stages)
-    tokens = sum(s.tokens for s in state.stages)
-    seconds = sum(s.seconds for s in state.stages)
-    console.print(f"total: {calls} model call(s), {tokens} token(s), {_duration(seconds)} of unit wall time",
-                  highlight=False)
-
-
-def status_command(out: Annotated[Path, typer.Argument(help="A build folder (the -o of lvu build ...).")]) -> None:
-    """Per stage: units done / failed / pending, videos by state, calls, tokens and wall time."""
-    from lvu.construct.runner import open_build
-
-    pipeline, videos, state = open_build(out)
-    print_status(state, title=f"lvu build {pipeline.name} — {out} ({len(videos)} video(s))")
-    for stage in state.stages:
-        for video, why in state.notes.get(stage.name, {}).items():
-            console.print(f"  {stage.name} {video}: {why}", markup=False, highlight=False)
-
-
-def _short(value: Any, width: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if width <= 0 or len(text) <= width else text[:width] + f"… ({len(text)} chars)"
-
-
-def show_command(
-    out: Annotated[Path, typer.Argument(help="A build folder.")],
-    video: Annotated[str, typer.Argument(help="The video's id (its file name without the extension).")],
-    prompts: Annotated[bool, typer.Option("--prompts", help="Also every call's exact prompt and raw reply.")] = False,
-    full: Annotated[bool, typer.Option("--full", help="Outputs in full (default: cut at 300 characters).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Everything stored for the video, as JSON.")] = False,
-) -> None:
-    """Every stage's output for one video: each unit's result (or error), its calls, tokens, time."""
-    from lvu.construct.runner import open_build, tokens_of
-
-    _, videos, state = open_build(out)
-    if video not in {v.id for v in videos}:
-        raise LvuError(f"{out}: no video {video!r} — its videos: {', '.join(v.id for v in videos[:20])}")
-    dump = []
-    for stage in state.stages:
-        vstate = state.states[stage.name].get(video, "?")
-        units = []
-        for view in state.units.get(stage.name, {}).get(video, []):
-            e = view.entry
-            record = (e.result or {}) if e else {}
-            units.append({"unit": view.unit.id, "state": "pending" if e is None else "failed" if e.error else "done",
-                          "output": record.get("output"), "error": e.error if e else None,
-                          "calls": record.get("calls", []), "seconds": round(e.finished - e.started, 3) if e else None})
-        dump.append({"stage": stage.name, "role": stage.role, "state": vstate,
-                     "note": state.notes[stage.name].get(video), "units": units})
-    if as_json:
-        console.print_json(json.dumps(dump, ensure_ascii=False))
-        return
-    width = 0 if full else 300
-    for block in dump:
-        note = f" — {block['note']}" if block["note"] else ""
-        console.print(f"[bold]{block['stage']}[/bold] ({block['role']}): {block['state']}{note}", highlight=False)
-        for u in block["units"]:
-            tokens = tokens_of(u["calls"])
-            head = f"  {u['unit']} [{u['state']}] {len(u['calls'])} call(s), {tokens} tokens"
-            head += f", {u['seconds']:.2f} s" if u["seconds"] is not None else ""
-            console.print(head, markup=False, highlight=False)
-            if u["error"]:
-                console.print(f"    error: {u['error']}", markup=False, highlight=False)
-            elif u["state"] == "done":
-                console.print(f"    {_short(u['output'], width)}", markup=False, highlight=False)
-            if prompts:
-                for i, c in enumerate(u["calls"], 1):
-                    console.print(f"    --- call {i} prompt ---\n{c['prompt']}\n    --- call {i} reply ---\n"
-                                  f"{c['reply'] if c['reply'] is not None else c['error']}", markup=False,
-                                  highlight=False)
 
 
 def subsets_command(

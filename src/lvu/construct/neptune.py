@@ -6,7 +6,7 @@
 Stages i-iv of the paper's Fig. 1 plus its pre-rater blind filter; each stage is one class below,
 its prompt the paper's (lvu.construct.neptune_prompt_text, filled by neptune_prompts, replies read by
 neptune_parse); the filters and signals are lvu.construct.selection / signals, the blind filter
-lvu.construct.blind. What the paper leaves open is decided in DEFAULTS and documented in docs/build.md
+lvu.construct.blind. What the paper leaves open is decided in NeptuneOptions and documented in docs/build.md
 ("The Neptune pipeline"). The export (lvu.construct.neptune_export) writes Neptune's release schema and
 lvu JSONL.
 """
@@ -22,13 +22,13 @@ from lvu.construct import neptune_prompts as prompts
 from lvu.construct.blind import QAD_PROMPT, qad_filter_question
 from lvu.construct.neptune_export import export, mcq_options, question_key
 from lvu.construct.neptune_signal_stages import (
-    ASR_MODES, CAPTIONERS, DEFAULTS, FrameCaptions, NeptuneStage, OcrFrameCaptions, Select, Shots, Sidecar, Speech,
+    ASR_MODES, CAPTIONERS, DEFAULTS, FrameCaptions, NeptuneOptions, NeptuneStage, OcrFrameCaptions, Select, Shots, Sidecar, Speech,
     timed_speech,
 )
 from lvu.construct.pipeline import Pipeline, Stage, StageFailure, Unit, Video, register_pipeline, register_stage
 from lvu.errors import LvuError
 
-__all__ = ["ASR_MODES", "CAPTIONERS", "DEFAULTS", "Neptune"]
+__all__ = ["ASR_MODES", "CAPTIONERS", "DEFAULTS", "Neptune", "NeptuneOptions"]
 
 
 # ---- iii. video captioning ---------------------------------------------------------------------------
@@ -317,17 +317,13 @@ class QadFilter(NeptuneStage):
 
 @register_pipeline("neptune")
 class Neptune(Pipeline):
-    """Neptune's QAD pipeline; options: DEFAULTS."""
+    """Neptune's automatic QAD pipeline (paper §4, App. C): a folder of videos in, the release
+    schema and lvu JSONL out."""
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        unknown = sorted(set(self.options) - set(DEFAULTS))
-        if unknown:
-            raise LvuError(f"neptune build: unknown option(s) {', '.join(unknown)}; known: {', '.join(DEFAULTS)}")
-        if self.options.get("asr", "auto") not in ASR_MODES:
-            raise LvuError(f"--asr {self.options['asr']!r}: use one of {', '.join(ASR_MODES)}")
-        if self.options.get("captioner", "vlm") not in CAPTIONERS:
-            raise LvuError(f"--captioner {self.options['captioner']!r}: use one of {', '.join(CAPTIONERS)}")
+    Options = NeptuneOptions
+    models = {"llm": "captioning, questions and decoys", "vlm": "frame captions (with captioner=vlm)",
+              "filter": "the QAD filter's ranking model (default: the llm)"}
+    model_fallbacks = {"filter": "llm"}
 
     def check(self) -> None:
         from importlib.util import find_spec

@@ -9,30 +9,66 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Optional
+
+from pydantic import Field, model_validator
 
 from lvu.construct import neptune_parse as parse
 from lvu.construct import neptune_prompts as prompts
-from lvu.construct.pipeline import Stage, Unit, Video, register_stage
+from lvu.construct.pipeline import PipelineOptions, Skip, Stage, Unit, Video, register_stage
 from lvu.types import Frame
 
-DEFAULTS: dict[str, Any] = {
-    "min_seconds": 16.0, "max_seconds": 900.0,  # the paper's 16 s .. 15 min
-    "static_threshold": None, "min_face_height": 0.20, "max_talking_fraction": 0.30,
-    "shot_threshold": None,
-    "asr": "auto",  # auto: the video's subtitle file, else Whisper; subtitles: files only; none
-    "captioner": "vlm",  # vlm: the paper's caption prompt per frame; ocr: on-screen text as the caption
-    "fps": 1.0,
-    "questions": 5,  # {target_number}: unspecified; the paper generated 11,030 for 2,405 kept videos (~4.6)
-    "decoys": prompts.DECOY_NUMBER,
-    "min_decoys": 4,
-    "scenes_per_part": 40,  # the clustering prompt sees "a part of the video script"
-    "clustering_max_chars": prompts.CLUSTERING_MAX_CHARS,
-    "segment_max_chars": prompts.SEGMENT_MAX_CHARS,
-    "filter_seeds": 3, "filter_threshold": 2,
-}
 ASR_MODES = ("auto", "subtitles", "none")
 CAPTIONERS = ("vlm", "ocr")
+
+
+class NeptuneOptions(PipelineOptions):
+    """Neptune's options; where the paper gives no number the default is lvu's (docs/build.md)."""
+
+    min_seconds: float = Field(16.0, ge=0, description="shortest video kept (the paper's videos: 16 s .. 15 min)")
+    max_seconds: float = Field(900.0, gt=0, description="longest video kept")
+    static_threshold: Optional[float] = Field(None, gt=0, lt=1, description="static filter's clustering cut "
+                                              "(mean absolute difference 0..1); None: lvu.construct.selection's 0.08")
+    min_face_height: float = Field(0.20, gt=0, le=1, description="talking-head frame: a frontal face taller than "
+                                   "this fraction of the frame")
+    max_talking_fraction: float = Field(0.30, ge=0, le=1, description="drop a video when more than this fraction "
+                                        "of its frames are talking-head frames")
+    shot_threshold: Optional[float] = Field(None, gt=0, description="PySceneDetect ContentDetector threshold; "
+                                            "None: its default 27")
+    asr: Literal["auto", "subtitles", "none"] = Field("auto", description="auto: the subtitle file beside a "
+                                                      "video, else Whisper; subtitles: files only; none: no speech")
+    captioner: Literal["vlm", "ocr"] = Field("vlm", description="vlm: the paper's caption prompt per frame (vlm "
+                                             "model); ocr: each frame's on-screen text, offline")
+    fps: float = Field(1.0, gt=0, description="frames per second for the filters and frame captions (paper: 1)")
+    questions: int = Field(5, ge=1, description="questions generated per video ({target_number}; the paper "
+                           "made ~4.6 per kept video)")
+    decoys: int = Field(prompts.DECOY_NUMBER, ge=1, description="wrong answers asked for per question")
+    min_decoys: int = Field(4, ge=1, description="fewest usable decoys before a reply counts as malformed "
+                            "(4: a 5-option MCQ)")
+    scenes_per_part: int = Field(40, ge=1, description="scenes per clustering call (a part of the video script)")
+    clustering_max_chars: int = Field(prompts.CLUSTERING_MAX_CHARS, ge=1, description="{max output characters} "
+                                      "of the clustering prompt")
+    segment_max_chars: int = Field(prompts.SEGMENT_MAX_CHARS, ge=1, description="{max_output_characters} of "
+                                   "the segment prompt")
+    filter_seeds: int = Field(3, ge=1, description="QAD filter rankings per question, options shuffled per seed")
+    filter_threshold: int = Field(2, ge=1, description="remove a QAD when the answer is top-ranked in at least "
+                                  "this many seeds")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NeptuneOptions:
+        if self.max_seconds < self.min_seconds:
+            raise ValueError(f"max_seconds {self.max_seconds:g} is below min_seconds {self.min_seconds:g} — "
+                             "no video could be kept")
+        if self.filter_threshold > self.filter_seeds:
+            raise ValueError(f"filter_threshold {self.filter_threshold} must be from 1 to filter_seeds "
+                             f"({self.filter_seeds}) — the paper: 2 of 3")
+        if self.min_decoys > self.decoys:
+            raise ValueError(f"min_decoys {self.min_decoys} is more than decoys {self.decoys} asked for")
+        return self
+
+
+DEFAULTS: dict[str, Any] = NeptuneOptions().model_dump()
+"""Every option's default (NeptuneOptions)."""
 
 
 def _digest(path: Path | None) -> str | None:
@@ -108,7 +144,7 @@ class PerKeptVideo(NeptuneStage):
 
     def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
         if not _kept(inputs):
-            return None
+            return Skip(inputs["selection"]["decision"])
         return [Unit(video.id, "video", {"video": video.fingerprint, **self.payload(video)})]
 
     def payload(self, video: Video) -> dict[str, Any]:
@@ -198,7 +234,7 @@ class FrameCaptions(NeptuneStage):
         from lvu.media.sampling import Fps
 
         if not _kept(inputs):
-            return None
+            return Skip(inputs["selection"]["decision"])
         info = probe_video(video.path)
         times = Fps(fps=self.opt("fps")).timestamps(info.duration, info.fps)
         return [Unit(video.id, f"t{t:09.3f}", {"video": video.fingerprint, "t": round(t, 3)}) for t in times]

@@ -19,12 +19,17 @@ prompts, raw replies, tokens, seconds — is stored with its result.
 from __future__ import annotations
 
 import contextvars
+import importlib
+import importlib.util
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from lvu.errors import LvuError
 from lvu.models.base import Model
@@ -41,11 +46,15 @@ class StageFailure(Exception):
 
 
 @dataclass
-class Video:
-    """One input video of a build: `id` is its file name's stem (unique within the build)."""
+class Item:
+    """One input of a build: a video (Neptune), a question (the blind filters), a planned output
+    video (needles). `id` is unique within the build; `path` is its media file; `data` is what
+    else its stages read (JSON-able: a question's record, a needle plan), stored in build.json so
+    `lvu build status` replans without the original inputs."""
 
     id: str
     path: str
+    data: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -53,6 +62,18 @@ class Video:
         from lvu.media.identity import video_fingerprint
 
         return video_fingerprint(self.path)
+
+
+Video = Item
+"""The item of a video pipeline (Neptune's): the name its stages and the docs' example use."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """What `Stage.plan` returns for an item that leaves the pipeline here, with the reason
+    `lvu build status` shows ("dropped by the talking-head filter: ...")."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -116,9 +137,10 @@ class Stage:
         """The role whose model this stage calls with the build's options (None: no model)."""
         return None if self.role == "none" else self.role
 
-    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
+    def plan(self, video: Item, inputs: dict[str, Any]) -> list[Unit] | Skip | None:
         """The units of `video` given its inputs (output name -> that stage's output for the
-        video); None = the video is out of this stage and every later one (a filter dropped it)."""
+        video); `Skip(reason)` (or None: no reason given) = the item is out of this stage and
+        every later one (a filter dropped it)."""
         return [Unit(video.id, "video", {"video": video.fingerprint})]
 
     async def run(self, unit: Unit, ctx: StageContext) -> Any:
@@ -235,33 +257,178 @@ async def run_unit(stage: Stage, unit: Unit, video: Video, models: dict[str, Rec
     return outcome
 
 
+class PipelineOptions(BaseModel):
+    """A pipeline's options: subclass it with typed fields (a default and a `description` each,
+    which `lvu build list` prints). Unknown names are refused; a comma-separated string fills a
+    list or tuple field (`--opt depths=0,50,100`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _comma_lists(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, info in cls.model_fields.items():
+            value = out.get(name)
+            if isinstance(value, str) and _is_sequence(info.annotation) and value.strip().lower() not in ("", "none"):
+                out[name] = [v.strip() for v in value.split(",") if v.strip()]
+        return out
+
+
+def _is_sequence(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, tuple):
+        return True
+    return any(_is_sequence(a) for a in get_args(annotation)) if origin is not None else False
+
+
+def validate_options(pipeline: str, schema: type[PipelineOptions], options: Any) -> PipelineOptions:
+    """`options` (a dict, e.g. parsed from --opt K=V, or an instance) as `schema`, or a one-line
+    LvuError naming the option and what to pass instead."""
+    if isinstance(options, schema):
+        return options
+    if isinstance(options, PipelineOptions):
+        options = options.model_dump()
+    try:
+        return schema.model_validate(dict(options or {}))
+    except ValidationError as e:
+        error = e.errors()[0]
+        name = ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(schema.model_fields) or "none"
+            raise LvuError(f"{pipeline} build: unknown option {name!r} — its options: {known} "
+                           f"(`lvu build list` describes them)") from None
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if not name:  # a rule across options (a model validator): its message names them
+            raise LvuError(f"{pipeline} build: {message}") from None
+        info = schema.model_fields.get(name)
+        hint = f" (default {info.default!r}: {info.description})" if info is not None and info.description else ""
+        raise LvuError(f"{pipeline} build: option {name}={error.get('input')!r}: {message}{hint}") from None
+
+
 class Pipeline:
-    """A named list of stages plus what it writes at the end (`export`), built from the options."""
+    """A named list of stages over a build's items, plus what it writes at the end (`export`).
+
+    Subclasses set `Options` (typed, validated here: a bad value raises before anything runs),
+    `models` (role -> what it does) and implement `stages`; `items` reads the command line's
+    inputs (default: one folder of videos) and `export` writes the product."""
 
     name: ClassVar[str] = ""
+    Options: ClassVar[type[PipelineOptions]] = PipelineOptions
+    models: ClassVar[dict[str, str]] = {}
+    """The model roles its stages may call, each with a line for `lvu build list`."""
+    model_fallbacks: ClassVar[dict[str, str]] = {}
+    """role -> the role whose model it uses when the build names none (Neptune: filter -> llm)."""
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        self.options = dict(options or {})
+    def __init__(self, options: dict[str, Any] | PipelineOptions | None = None) -> None:
+        self.config = validate_options(self.name or type(self).__name__, self.Options, options)
+        self.options: dict[str, Any] = self.config.model_dump(mode="json")
+        """The options as plain JSON values (stored in build.json; what stages read)."""
 
     def stages(self) -> list[Stage]:
         raise NotImplementedError
 
     def check(self) -> None:
         """Raise a one-line LvuError before anything runs when a stage cannot work here (a missing
-        optional dependency), instead of failing every video. Default: nothing to check."""
+        optional dependency), instead of failing every item. Default: nothing to check."""
 
     def roles(self) -> set[str]:
         """The model roles its stages call with these options."""
         return {r for s in self.stages() if (r := s.uses_model())}
 
-    def export(self, state: Any, videos: Sequence[Video], out: Path) -> dict[str, Any]:
+    def items(self, inputs: Sequence[str]) -> list[Item]:
+        """The build's items from the command line's INPUTS. Default: the videos of one folder."""
+        if len(inputs) != 1:
+            raise LvuError(f"{self.name} build: pass one folder of videos (got {len(inputs)} inputs)")
+        return find_videos(inputs[0])
+
+    def export(self, state: Any, videos: Sequence[Item], out: Path) -> dict[str, Any]:
         """Write the build's product from its stage outputs (lvu.construct.runner.BuildState); returns
         what it wrote (name -> path or count) for the closing lines. Default: nothing."""
         return {}
 
 
-PIPELINES: Registry[Pipeline] = Registry("build pipeline", base=Pipeline)
+VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v")
+
+
+def find_videos(folder: str | Path, limit: int | None = None) -> list[Item]:
+    """The videos of a folder (not recursive), sorted by name; ids are file stems, unique."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise LvuError(f"{folder}: not a folder — pass the folder holding the videos")
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTS)
+    if not files:
+        raise LvuError(f"{folder}: no videos ({', '.join(VIDEO_EXTS)}) — pass the folder holding them")
+    seen: dict[str, Path] = {}
+    for path in files:
+        if path.stem in seen:
+            raise LvuError(f"{seen[path.stem].name} and {path.name}: two videos named {path.stem!r} — "
+                           "rename one (the file name is the video id)")
+        seen[path.stem] = path
+    return [Item(p.stem, str(p.resolve())) for p in files[:limit]]
+
+
+
+PIPELINES: Registry[Pipeline] = Registry("build pipeline", base=Pipeline, group="lvu.pipelines")
 register_pipeline = PIPELINES.register
+BUILTIN_PIPELINES = {"neptune": "lvu.construct.neptune"}
+"""Built-in pipeline name -> the module that registers it (imported when first asked for)."""
+
+
+def pipeline_class(name: str) -> type[Pipeline]:
+    """A pipeline class by name: built-in, an installed plugin (entry-point group
+    `lvu.pipelines`), or `module:Class`."""
+    if name in BUILTIN_PIPELINES:
+        importlib.import_module(BUILTIN_PIPELINES[name])
+    return PIPELINES.get(name)
+
+
+def pipeline_names() -> list[str]:
+    """Every built-in and installed pipeline (each built-in module imported)."""
+    for module in BUILTIN_PIPELINES.values():
+        importlib.import_module(module)
+    return PIPELINES.names()
+
+
+def pipeline_reference(cls: type[Pipeline]) -> dict[str, str | None]:
+    """How build.json finds the class again: its registered name, `module:Class`, and its source
+    file (a class defined in a script run as __main__ is loaded from that file)."""
+    try:
+        source: str | None = inspect.getfile(cls)
+    except (TypeError, OSError):
+        source = None
+    return {"name": cls.name, "class": f"{cls.__module__}:{cls.__qualname__}",
+            "file": str(Path(source).resolve()) if source else None}
+
+
+def load_pipeline_class(ref: dict[str, Any]) -> type[Pipeline]:
+    """The class build.json names: by name, else by module:Class, else from its source file."""
+    name, target, source = ref.get("name") or "", ref.get("class") or "", ref.get("file")
+    if name in BUILTIN_PIPELINES or name in PIPELINES.names():
+        return pipeline_class(name)
+    module, _, qualname = target.partition(":")
+    if module and module != "__main__":
+        try:
+            return pipeline_class(target)
+        except LvuError:
+            if not source:
+                raise
+    if source and Path(source).is_file():
+        spec = importlib.util.spec_from_file_location(f"lvu_build_{Path(source).stem}", source)
+        if spec is not None and spec.loader is not None:
+            found = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(found)
+            obj: Any = found
+            for part in qualname.split("."):
+                obj = getattr(obj, part, None)
+            if isinstance(obj, type) and issubclass(obj, Pipeline):
+                return obj
+            if name in PIPELINES.names():  # registered by name while its file ran
+                return PIPELINES.get(name)
+    raise LvuError(f"build pipeline {name or target!r}: cannot find its class ({target}"
+                   f"{f', file {source}' if source else ''}) — install or restore the module that defines it")
 
 
 def check_pipeline(stages: Sequence[Stage]) -> None:

@@ -21,12 +21,15 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvu.construct.pipeline import Outcome, RecordingModel, Stage, Unit, Video, check_pipeline, run_unit
+from lvu.construct.pipeline import (BUILTIN_PIPELINES, Item, Outcome, Pipeline, RecordingModel, Skip, Stage, Unit, Video,
+                                    check_pipeline, find_videos, load_pipeline_class, pipeline_class, pipeline_reference,
+                                    run_unit)
 from lvu.errors import LvuError
 from lvu.progress import LoggedProgress, stage_columns
 from lvu.runs.ledger import Entry, JobLedger, item_key, job_id
@@ -139,6 +142,24 @@ class BuildState:
     def complete(self) -> bool:
         return not self.interrupted and all(s.pending == 0 for s in self.stages)
 
+    def skipped(self) -> list[tuple[str, str, str]]:
+        """(stage, item, reason) for every item a stage dropped, at the stage that dropped it."""
+        return [(s.name, item, self.notes[s.name].get(item, "")) for s in self.stages
+                for item, st in self.states.get(s.name, {}).items()
+                if st == "skipped" and item in self.notes.get(s.name, {})]
+
+    def failures(self) -> list[tuple[str, str, str, str]]:
+        """(stage, item, unit, error) for every failed unit, and every item that failed to plan or collect."""
+        out = []
+        for s in self.stages:
+            for item, views in self.units.get(s.name, {}).items():
+                out += [(s.name, item, v.unit.id, v.entry.error) for v in views
+                        if v.entry is not None and v.entry.error is not None]
+            planned = self.units.get(s.name, {})
+            out += [(s.name, item, "-", self.notes[s.name].get(item, "")) for item, st in self.states.get(s.name, {}).items()
+                    if st == "failed" and not any(v.entry is not None and v.entry.error for v in planned.get(item, []))]
+        return out
+
 
 def tokens_of(calls: list[dict[str, Any]]) -> int:
     """Tokens of stored calls (total, else prompt + completion; 0 where the backend reports none)."""
@@ -196,8 +217,9 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
                 except Exception as e:  # an unreadable video: this video fails here, the others go on
                     vstates[video.id], notes[video.id] = "failed", f"{type(e).__name__}: {e}".splitlines()[0]
                     continue
-                if units is None:
+                if units is None or isinstance(units, Skip):
                     vstates[video.id] = "skipped"
+                    notes[video.id] = units.reason if isinstance(units, Skip) else f"dropped by {stage.name}"
                     continue
                 views[video.id] = []
                 for ui, unit in enumerate(units):
@@ -308,26 +330,6 @@ def _count(status: StageStatus, planned: list[tuple[Unit, str, int]], entries: d
 
 # ---- a whole build: videos in, models loaded, stages run, product exported -------------------------
 
-VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v")
-
-
-def find_videos(folder: str | Path, limit: int | None = None) -> list[Video]:
-    """The videos of a folder (not recursive), sorted by name; ids are file stems, unique."""
-    root = Path(folder).expanduser()
-    if not root.is_dir():
-        raise LvuError(f"{folder}: not a folder — pass the folder holding the videos")
-    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTS)
-    if not files:
-        raise LvuError(f"{folder}: no videos ({', '.join(VIDEO_EXTS)}) — pass the folder holding them")
-    seen: dict[str, Path] = {}
-    for path in files:
-        if path.stem in seen:
-            raise LvuError(f"{seen[path.stem].name} and {path.name}: two videos named {path.stem!r} — "
-                           "rename one (the file name is the video id)")
-        seen[path.stem] = path
-    return [Video(p.stem, str(p.resolve())) for p in files[:limit]]
-
-
 def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """role -> (model name, args) as instances; roles naming the same model share one instance."""
     from lvu.models.probes import build_model
@@ -342,40 +344,75 @@ def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
-async def run_build(pipeline: Any, videos: list[Video], out: str | Path, models: dict[str, tuple[str, dict[str, Any]]],
-                    *, concurrency: int = 4, show_progress: bool = True,
+async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
+                    models: dict[str, tuple[str, dict[str, Any]]], *, concurrency: int = 4, show_progress: bool = True,
                     note: Callable[[str], None] | None = None) -> tuple[BuildState, dict[str, Any]]:
-    """Run `pipeline` (a lvu.construct.pipeline.Pipeline) over `videos` into `out`, resuming what is
-    there; then export. `models`: role -> (name, args) for the roles its stages call."""
+    """Run `pipeline` over its items (`videos`) into `out`, resuming what is there; then export.
+    `models`: role -> (name, args) for the roles its stages call (a role the build does not name
+    uses its `model_fallbacks` role's model). One build per folder at a time (`BuildInProgress`)."""
+    if concurrency < 1:
+        raise LvuError(f"--concurrency {concurrency}: must be at least 1")
     pipeline.check()
     needed = pipeline.roles()
+    models = {**{r: models[f] for r, f in pipeline.model_fallbacks.items() if r not in models and f in models}, **models}
     missing = sorted(needed - set(models))
     if missing:
         raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
-    loaded = load_models({r: models[r] for r in needed})
-    store = BuildStore(out)
+    with build_lock(out):
+        loaded = load_models({r: models[r] for r in needed})
+        store = BuildStore(out)
+        try:
+            identities = {role: model_key(m) for role, m in loaded.items()}
+            store.write_config({"pipeline": pipeline.name, "class": pipeline_reference(type(pipeline)),
+                                "options": pipeline.options,
+                                "models": {r: {"key": identities[r], "identity": loaded[r].identity} for r in loaded},
+                                "videos": [{"id": v.id, "path": v.path, **({"data": v.data} if v.data else {})}
+                                           for v in videos]})
+            for model in {id(m): m for m in loaded.values()}.values():
+                await model.preflight()
+            state = await execute(pipeline.name, pipeline.stages(), videos, store, identities=identities,
+                                  models=loaded, concurrency=concurrency, show_progress=show_progress, note=note)
+            written = pipeline.export(state, list(videos), Path(out))
+            return state, written
+        finally:
+            store.close()
+            for model in {id(m): m for m in loaded.values()}.values():
+                await model.close()
+
+
+class BuildInProgress(LvuError):
+    """Another process is building into this folder now."""
+
+
+@contextmanager
+def build_lock(out: str | Path) -> Iterator[None]:
+    """Hold OUT's build lock (OUT/locks/build.lock, flock: a kill -9 never leaves it stale), or
+    raise BuildInProgress naming the process that holds it. Every `lvu build` command takes it."""
+    from lvu.runs.run_lock import RunInProgress, RunLocks
+
+    folder = Path(out).expanduser()
     try:
-        identities = {role: model_key(m) for role, m in loaded.items()}
-        store.write_config({"pipeline": pipeline.name, "options": pipeline.options,
-                            "models": {r: {"key": identities[r], "identity": loaded[r].identity} for r in loaded},
-                            "videos": [{"id": v.id, "path": v.path} for v in videos]})
-        for model in {id(m): m for m in loaded.values()}.values():
-            await model.preflight()
-        state = await execute(pipeline.name, pipeline.stages(), videos, store, identities=identities, models=loaded,
-                              concurrency=concurrency, show_progress=show_progress, note=note)
-        written = pipeline.export(state, videos, Path(out))
-        return state, written
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LvuError(f"{folder}: cannot create the build folder ({e.strerror}) — pass a writable -o folder") from None
+    locks = RunLocks(folder)
+    try:
+        locks.acquire("build", busy=f"build {folder} is in progress ({{owner}}) — wait for it to finish, or build "
+                                    "into another -o folder")
+    except RunInProgress as e:
+        raise BuildInProgress(str(e)) from None
+    try:
+        yield
     finally:
-        store.close()
-        for model in {id(m): m for m in loaded.values()}.values():
-            await model.close()
+        locks.release_all()
 
 
-def open_build(out: str | Path) -> tuple[Any, list[Video], BuildState]:
-    """A build folder's pipeline, videos and state, replanned from its store (no model called)."""
+def open_build(out: str | Path) -> tuple[Any, list[Item], BuildState]:
+    """A build folder's pipeline, items and state, replanned from its store (no model called)."""
     config = read_config(out)
-    pipeline = pipeline_class(config["pipeline"])(config.get("options") or {})
-    videos = [Video(v["id"], v["path"]) for v in config.get("videos", [])]
+    ref = config.get("class") or {"name": config["pipeline"]}
+    pipeline = load_pipeline_class(ref)(config.get("options") or {})
+    videos = [Item(v["id"], v["path"], v.get("data") or {}) for v in config.get("videos", [])]
     identities = {r: m.get("key") for r, m in (config.get("models") or {}).items()}
     store = BuildStore(out)
     try:
@@ -385,15 +422,4 @@ def open_build(out: str | Path) -> tuple[Any, list[Video], BuildState]:
     return pipeline, videos, state
 
 
-def pipeline_class(name: str) -> Any:
-    """A pipeline by name; the built-in ones register when their module is first imported."""
-    import importlib
-
-    from lvu.construct.pipeline import PIPELINES
-
-    if name in BUILTIN_PIPELINES:
-        importlib.import_module(BUILTIN_PIPELINES[name])
-    return PIPELINES.get(name)
-
-
-BUILTIN_PIPELINES = {"neptune": "lvu.construct.neptune"}
+__all__ = ["BUILTIN_PIPELINES", "Video", "find_videos", "open_build", "pipeline_class", "run_build"]

@@ -45,8 +45,9 @@ class RunLocks:
     def _path(self, run_id: str) -> Path:
         return self.dir / f"{run_id}.lock"
 
-    def acquire(self, run_id: str) -> None:
-        """Lock `run_id` for this process, or raise RunInProgress naming the process that has it."""
+    def acquire(self, run_id: str, busy: str | None = None) -> None:
+        """Lock `run_id` for this process, or raise RunInProgress naming the process that has it
+        (`busy`: the message, with `{owner}` for "pid N"; default: the run's)."""
         if fcntl is None or run_id in self.held:
             return
         try:
@@ -65,8 +66,8 @@ class RunLocks:
         else:
             owner = _owner(fd)
             os.close(fd)
-            raise RunInProgress(f"run {run_id} is in progress ({owner}) — wait for it to finish, or use another "
-                                "--results-dir to run it separately")
+            raise RunInProgress((busy or "run {run_id} is in progress ({owner}) — wait for it to finish, or use "
+                                 "another --results-dir to run it separately").format(run_id=run_id, owner=owner))
         try:  # who holds it, for the message above (best effort: a full disk cannot take even this)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
