@@ -90,13 +90,8 @@ def filter_command(
 
         lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
     """
-    import asyncio
-    import json
-
-    from lvu.analysis.blind import filter_summary
-    from lvu.analysis_cli import print_summary, print_table
-    from lvu.construct.filter_files import write_outputs
     from lvu.construct.filtering import FilterSettings
+    from lvu.construct.runner import build_lock
 
     check_limit(limit)
     if concurrency < 1:
@@ -110,6 +105,24 @@ def filter_command(
     if limit is not None:
         samples = samples[:limit]
     args = split_model_args(model, parse_kv(model_arg, "--model-arg"))
+    from lvu.runs.store import default_results_dir
+
+    # one builder per output folder; the lock sits beside the filter's ledger, so a killed filter leaves OUT as it was
+    with build_lock(out, lock_dir=results_dir if results_dir is not None else default_results_dir()):
+        _filter_into(out, bench, model, args, settings, samples, bad, results_dir, concurrency, fresh, plot,
+                     bootstrap)
+
+
+def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, Any]], settings: Any, samples: Any,
+                 bad: Any, results_dir: Any, concurrency: int, fresh: bool, plot: Optional[Path], bootstrap: int) -> None:
+    import asyncio
+    import json
+
+    from lvu.analysis.blind import filter_summary
+    from lvu.analysis_cli import print_summary, print_table
+    from lvu.construct.filter_files import write_outputs
+
+    rule, seeds, threshold, asr = settings.rule, settings.seeds, settings.threshold, settings.asr
     outcome = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
                                   concurrency=concurrency, fresh=fresh))
     for note in outcome.notes:

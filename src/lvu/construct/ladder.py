@@ -88,8 +88,15 @@ def task_of(sample: Sample) -> str:
 
 
 def build_ladder(samples: list[Sample], out_dir: str | Path, lengths: tuple[float, ...] = LENGTHS) -> LadderResult:
-    """Cut every video that has kept questions to each length and write the ladder JSONL."""
-    out = Path(out_dir)
+    """Cut every video that has kept questions to each length and write the ladder JSONL (one
+    build per folder at a time: lvu.construct.runner.build_lock)."""
+    from lvu.construct.runner import build_lock
+
+    with build_lock(out_dir):
+        return _build_ladder(samples, Path(out_dir), lengths)
+
+
+def _build_ladder(samples: list[Sample], out: Path, lengths: tuple[float, ...]) -> LadderResult:
     result = LadderResult(out / JSONL_NAME, [])
     spans = {s.id: evidence(s) for s in samples}
     for s in samples:

@@ -266,10 +266,18 @@ class BuildResult:
 
 def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, workers: int = 1,
               progress: Callable[[Job, bool], None] = lambda job, made: None) -> BuildResult:
-    """Make every job's video (in parallel, resumable) and subtitles, then write the JSONL file."""
+    """Make every job's video (in parallel, resumable) and subtitles, then write the JSONL file.
+    One build per folder at a time (lvu.construct.runner.build_lock)."""
+    from lvu.construct.runner import build_lock
+
+    with build_lock(out_dir):
+        return _run_build(jobs, Path(out_dir), s, workers=workers, progress=progress)
+
+
+def _run_build(jobs: list[Job], out: Path, s: NeedleSettings, *, workers: int,
+               progress: Callable[[Job, bool], None]) -> BuildResult:
     from lvu.runs.stage_runner import run_each
 
-    out = Path(out_dir)
     (out / "videos").mkdir(parents=True, exist_ok=True)
     jobs = [_keyed(j, s) for j in jobs]
     ids = [j.id for j in jobs]

@@ -75,9 +75,19 @@ async def build_subsets(source: str | Path, models: list[Model], *, seeds: int =
                         concurrency: int = 8, show_progress: bool = True) -> SubsetsOutcome:
     """Run the QAD and ASR filters over `source`'s full set and write the MMA (and, with the raters'
     modality labels, MMH) files beside its neptune_full.json."""
-    from lvu.runs.grading import make_benchmark
+    from lvu.construct.runner import build_lock
 
     source = Path(source).expanduser().resolve()
+    read_full(source)  # a folder without neptune_full.json is refused before a lock file is made there
+    with build_lock(source):
+        return await _build_subsets(source, models, seeds=seeds, threshold=threshold, concurrency=concurrency,
+                                    show_progress=show_progress)
+
+
+async def _build_subsets(source: Path, models: list[Model], *, seeds: int, threshold: int, concurrency: int,
+                         show_progress: bool) -> SubsetsOutcome:
+    from lvu.runs.grading import make_benchmark
+
     records = read_full(source)
     # subtitles on: each sample carries its asr/<video>.srt, the ASR filter's transcript
     bench = make_benchmark("neptune", {"data": str(source), "subset": "full", "subtitles": "all"})

@@ -18,6 +18,7 @@ the models' identities, the videos), so status and show need no model.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -143,10 +144,13 @@ class BuildState:
         return not self.interrupted and all(s.pending == 0 for s in self.stages)
 
     def skipped(self) -> list[tuple[str, str, str]]:
-        """(stage, item, reason) for every item a stage dropped, at the stage that dropped it."""
-        return [(s.name, item, self.notes[s.name].get(item, "")) for s in self.stages
-                for item, st in self.states.get(s.name, {}).items()
-                if st == "skipped" and item in self.notes.get(s.name, {})]
+        """(stage, item, reason) for every item a stage dropped, at the first stage that dropped it."""
+        seen: dict[str, tuple[str, str, str]] = {}
+        for s in self.stages:
+            for item, st in self.states.get(s.name, {}).items():
+                if st == "skipped" and item in self.notes.get(s.name, {}) and item not in seen:
+                    seen[item] = (s.name, item, self.notes[s.name][item])
+        return list(seen.values())
 
     def failures(self) -> list[tuple[str, str, str, str]]:
         """(stage, item, unit, error) for every failed unit, and every item that failed to plan or collect."""
@@ -385,20 +389,24 @@ class BuildInProgress(LvuError):
 
 
 @contextmanager
-def build_lock(out: str | Path) -> Iterator[None]:
-    """Hold OUT's build lock (OUT/locks/build.lock, flock: a kill -9 never leaves it stale), or
-    raise BuildInProgress naming the process that holds it. Every `lvu build` command takes it."""
+def build_lock(out: str | Path, lock_dir: str | Path | None = None) -> Iterator[None]:
+    """Hold OUT's build lock, or raise BuildInProgress naming the process that holds it. Every
+    `lvu build` command takes it. The lock file is OUT/locks/build.lock, or, for a command whose
+    store lives elsewhere (`lvu build filter`: the results folder, so a killed filter leaves OUT
+    untouched), `lock_dir`/locks/build-<hash of OUT's path>.lock. flock: kill -9 never leaves it stale."""
     from lvu.runs.run_lock import RunInProgress, RunLocks
 
     folder = Path(out).expanduser()
+    where = folder if lock_dir is None else Path(lock_dir).expanduser()
+    name = "build" if lock_dir is None else "build-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        where.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise LvuError(f"{folder}: cannot create the build folder ({e.strerror}) — pass a writable -o folder") from None
-    locks = RunLocks(folder)
+        raise LvuError(f"{where}: cannot create the folder ({e.strerror}) — pass a writable folder") from None
+    locks = RunLocks(where)
     try:
-        locks.acquire("build", busy=f"build {folder} is in progress ({{owner}}) — wait for it to finish, or build "
-                                    "into another -o folder")
+        locks.acquire(name, busy=f"build {folder} is in progress ({{owner}}) — wait for it to finish, or build "
+                                 "into another -o folder")
     except RunInProgress as e:
         raise BuildInProgress(str(e)) from None
     try:

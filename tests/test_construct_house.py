@@ -1,0 +1,126 @@
+"""The one construction mechanism as a user meets it: the docs' own pipeline runs as printed and
+`lvu build status` / `show` open its folder from anywhere; `lvu build run` / `list`; options
+validated by the library; every dropped item named with its reason; one builder per folder."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lvu.cli import app
+from lvu.construct.neptune import Neptune
+from lvu.construct.runner import BuildInProgress, build_lock, find_videos, run_build
+from lvu.errors import LvuError
+from lvu.media.testing import make_video
+from lvu.models.testing_server import FakeOpenAIServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def docs_pipeline() -> str:
+    section = (ROOT / "docs" / "build.md").read_text().split("### Your own pipeline", 1)[1]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+
+
+@pytest.fixture
+def titled(tmp_path):
+    """titles.py from the docs, three videos (intro: 1 s, too short), a fake LLM answering titles."""
+    work = tmp_path / "work"
+    (work / "videos").mkdir(parents=True)
+    (work / "titles.py").write_text(docs_pipeline())
+    for name, seconds in (("intro", 1.0), ("harbor", 3.0), ("valley", 3.0)):
+        make_video(work / "videos" / f"{name}.mp4", seconds=seconds, fps=10, gop=10)
+    env = {**os.environ, "LVU_CACHE_DIR": str(tmp_path / "cache"), "LVU_PROGRESS_INTERVAL": "0",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return work, env
+
+
+def title_reply(body: dict) -> str:
+    prompt = body["messages"][-1]["content"]
+    prompt = prompt if isinstance(prompt, str) else " ".join(p.get("text", "") for p in prompt)
+    return "TITLE: " + re.search(r"named (\w+)", prompt).group(1).upper() + " AT DUSK"
+
+
+def lvu(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["lvu", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_docs_pipeline_runs_as_printed_and_status_opens_it_from_anywhere(titled, tmp_path):
+    work, env = titled
+    with FakeOpenAIServer(answer=title_reply) as server:
+        done = lvu("build", "run", "titles:Titles", "videos", "-o", "titled", "--opt", "words=4", "--model",
+                   "llm=openai", "-a", "llm.model=fake", "-a", f"llm.base_url={server.base_url}", "-a", "llm.cache=false",
+                   "-q", cwd=work, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert server.n_requests == 2  # intro is too short: no call for it
+        again = lvu("build", "run", "titles:Titles", "videos", "-o", "titled", "--opt", "words=4", "--model",
+                    "llm=openai", "-a", "llm.model=fake", "-a", f"llm.base_url={server.base_url}", "-a",
+                    "llm.cache=false", "-q", cwd=work, env=env)
+        assert again.returncode == 0 and server.n_requests == 2  # resumed: nothing asked again
+    assert (work / "titled" / "titles.tsv").read_text() == "harbor\tHARBOR AT DUSK\nvalley\tVALLEY AT DUSK\n"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    status = lvu("build", "status", str(work / "titled"), cwd=elsewhere, env=env)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "lvu build titles" in status.stdout and "titles.title" in status.stdout
+    assert "skipped (1):" in status.stdout
+    assert "intro at titles.title: 1.0 s is shorter than min_seconds=2" in status.stdout
+    show = lvu("build", "show", str(work / "titled"), "harbor", "--prompts", cwd=elsewhere, env=env)
+    assert show.returncode == 0 and "at most 4 words for a 3-second video named harbor" in show.stdout
+    assert "HARBOR AT DUSK" in show.stdout
+    listed = lvu("build", "list", "titles:Titles", cwd=work, env=env)
+    assert "words" in listed.stdout and "most words in a title" in listed.stdout and "model llm" in listed.stdout
+
+
+def test_bad_options_are_refused_by_the_library_in_one_line(titled):
+    work, env = titled
+    bad = lvu("build", "run", "titles:Titles", "videos", "-o", "o", "--opt", "words=0", "--model", "llm=openai",
+              cwd=work, env=env)
+    assert bad.returncode == 2 and "titles build: option words=0" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = lvu("build", "run", "titles:Titles", "videos", "-o", "o", "--opt", "wrods=3", cwd=work, env=env)
+    assert unknown.returncode == 2 and "unknown option 'wrods'" in unknown.stderr and "words" in unknown.stderr
+    assert not (work / "o" / "build.json").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"filter_threshold": 5, "filter_seeds": 3}, "filter_threshold 5 must be from 1 to filter_seeds (3)"),
+    ({"questions": 0}, "option questions=0"),
+    ({"captioner": "pali"}, "option captioner='pali'"),
+    ({"max_seconds": 10, "min_seconds": 20}, "max_seconds 10 is below min_seconds 20"),
+    ({"filter_seed": 3}, "unknown option 'filter_seed'"),
+])
+def test_neptune_refuses_bad_options_without_the_cli(options, message):
+    with pytest.raises(LvuError, match=re.escape(message)):
+        Neptune(options)
+
+
+def test_neptune_options_are_typed_and_complete():
+    pipeline = Neptune({"questions": "7", "asr": "none"})  # --opt values arrive as text or JSON
+    assert pipeline.config.questions == 7 and pipeline.options["questions"] == 7
+    assert pipeline.options["filter_seeds"] == 3 and pipeline.options["min_seconds"] == 16.0
+
+
+def test_list_names_every_builtin_pipeline_with_options_and_roles():
+    out = CliRunner().invoke(app, ["build", "list"])
+    assert out.exit_code == 0, out.output
+    assert "neptune" in out.output and "filter_threshold" in out.output and "model vlm" in out.output
+
+
+def test_a_second_builder_into_one_folder_is_refused(tmp_path):
+    (tmp_path / "videos").mkdir()
+    make_video(tmp_path / "videos" / "a.mp4", seconds=1.0, fps=10, gop=10)
+    import asyncio
+
+    with build_lock(tmp_path / "out"):
+        with pytest.raises(BuildInProgress, match=rf"build {re.escape(str(tmp_path / 'out'))} is in progress "
+                                                  rf"\(pid {os.getpid()}\)"):
+            asyncio.run(run_build(Neptune({"captioner": "ocr"}), find_videos(tmp_path / "videos"), tmp_path / "out",
+                                  {"llm": ("random", {})}, show_progress=False))
+    with build_lock(tmp_path / "out"):  # released when the first builder ends (kill -9 too: flock)
+        pass
