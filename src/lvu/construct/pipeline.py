@@ -137,6 +137,21 @@ class Stage:
         """The role whose model this stage calls with the build's options (None: no model)."""
         return None if self.role == "none" else self.role
 
+    def uses_models(self) -> list[str]:
+        """Every role this stage calls (a blind filter with several models: llm, llm2, ...); each
+        one's identity enters the unit keys. Default: `uses_model()`."""
+        role = self.uses_model()
+        return [role] if role else []
+
+    stop_after_failures: ClassVar[int | None] = None
+    """Stop the build after this many failed units in a row (None: only when the endpoint is
+    unreachable, lvu.construct.runner.UNREACHABLE_STOP)."""
+
+    def stop_message(self, failures: int, error: str | None) -> str:
+        """The one line the build stops with after `stop_after_failures` failed units in a row."""
+        return (f"{self.name}: {failures} {self.unit}s in a row failed (last: {error}) — check the model, then run "
+                "the same command again to resume")
+
     def plan(self, video: Item, inputs: dict[str, Any]) -> list[Unit] | Skip | None:
         """The units of `video` given its inputs (output name -> that stage's output for the
         video); `Skip(reason)` (or None: no reason given) = the item is out of this stage and
@@ -336,7 +351,7 @@ class Pipeline:
 
     def roles(self) -> set[str]:
         """The model roles its stages call with these options."""
-        return {r for s in self.stages() if (r := s.uses_model())}
+        return {r for s in self.stages() for r in s.uses_models()}
 
     def items(self, inputs: Sequence[str]) -> list[Item]:
         """The build's items from the command line's INPUTS. Default: the videos of one folder."""

@@ -61,11 +61,12 @@ def model_key(model: Any) -> dict[str, Any]:
 
 
 class BuildStore:
-    """The ledger in OUT plus OUT/build.json."""
+    """The ledger in OUT (or in `store_dir`: `lvu build filter` keeps its decisions beside the runs,
+    in the results folder) plus OUT/build.json."""
 
-    def __init__(self, out: str | Path) -> None:
+    def __init__(self, out: str | Path, store_dir: str | Path | None = None) -> None:
         self.out = Path(out)
-        self.ledger = JobLedger(self.out)
+        self.ledger = JobLedger(self.out if store_dir is None else store_dir)
 
     def close(self) -> None:
         self.ledger.close()
@@ -74,10 +75,15 @@ class BuildStore:
         spec = {"pipeline": pipeline, "stage": stage}
         return self.ledger.open_job(JOB_KIND, spec, "") if create else job_id(JOB_KIND, spec, "")
 
-    def entries(self, job: str) -> dict[str, Entry]:
-        return {e.key: e for e in self.ledger.entries(job)}
+    def entries(self, job: str, keys: Sequence[str] | None = None) -> dict[str, Entry]:
+        """The job's committed items (only those under `keys` when given: a store shared by many
+        builds, like a results folder, is not read whole)."""
+        if keys is None:
+            return {e.key: e for e in self.ledger.entries(job)}
+        return {e.key: e for e in self.ledger.entries_for(job, keys)}
 
     def write_config(self, config: dict[str, Any]) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / CONFIG_FILE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(config, indent=1, default=str) + "\n")
@@ -110,6 +116,10 @@ class StageStatus:
     pending: int = 0
     ran: int = 0
     """Units run by this invocation."""
+    ran_calls: int = 0
+    """Model calls made by this invocation."""
+    reused: int = 0
+    """Units planned now that were committed before (not run again)."""
     calls: int = 0
     tokens: int = 0
     seconds: float = 0.0
@@ -138,10 +148,12 @@ class BuildState:
     units: dict[str, dict[str, list[UnitView]]]
     """Stage name -> video id -> its units (with their stored entries)."""
     interrupted: bool = False
+    stopped: str | None = None
+    """Why the build stopped early (failed units in a row, an unreachable endpoint), or None."""
 
     @property
     def complete(self) -> bool:
-        return not self.interrupted and all(s.pending == 0 for s in self.stages)
+        return not self.interrupted and self.stopped is None and all(s.pending == 0 for s in self.stages)
 
     def skipped(self) -> list[tuple[str, str, str]]:
         """(stage, item, reason) for every item a stage dropped, at the first stage that dropped it."""
@@ -186,9 +198,10 @@ def _upstream_state(stage: Stage, video: str, outputs: dict[str, dict[str, Any]]
 async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video], store: BuildStore, *,
                   identities: dict[str, dict[str, Any]], models: dict[str, Any] | None = None,
                   concurrency: int = 4, show_progress: bool = True, stop: asyncio.Event | None = None,
-                  note: Callable[[str], None] | None = None) -> BuildState:
+                  note: Callable[[str], None] | None = None, fresh: bool = False) -> BuildState:
     """Run the units not yet committed (`models`: role -> Model), or only replan (`models=None`).
-    `identities`: role -> model_key of the model (stored with the build, so status needs no model)."""
+    `identities`: role -> model_key of the model (stored with the build, so status needs no model).
+    `fresh`: run every planned unit again (their new outcomes replace the stored ones)."""
     check_pipeline(stages)
     stop = stop or asyncio.Event()
     recording = {role: RecordingModel(m) for role, m in (models or {}).items()}
@@ -203,12 +216,13 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
             run = models is not None and not stop.is_set()
             status = StageStatus(stage.name, stage.role, stage.unit)
             state.stages.append(status)
-            role = stage.uses_model()
-            mkey = identities.get(role) if role else None
-            if run and role and role not in recording:
-                raise LvuError(f"stage {stage.name} calls the {role} model — pass --{role} MODEL")
+            roles = stage.uses_models()
+            mkey = (identities.get(roles[0]) if len(roles) == 1 else {r: identities.get(r) for r in roles}) \
+                if roles else None
+            for role in roles:
+                if run and role not in recording:
+                    raise LvuError(f"stage {stage.name} calls the {role} model — pass --{role} MODEL")
             job = store.job(pipeline, stage.name, create=run)
-            entries = store.entries(job)
             vstates, notes, views = {}, {}, {}
             planned: list[tuple[Unit, str, int]] = []
             for vi, video in enumerate(videos):
@@ -230,11 +244,17 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
                     key = unit_key(stage, unit, mkey)
                     planned.append((unit, key, vi * 100_000 + ui))
                     views[video.id].append(UnitView(unit, key, None))
-            done_before = sum(1 for _, k, _ in planned if k in entries and entries[k].error is None)
-            todo = [p for p in planned if p[1] not in entries or entries[p[1]].error is not None]
+            entries = store.entries(job, [k for _, k, _ in planned])
+            done_before = 0 if fresh else sum(1 for _, k, _ in planned if k in entries and entries[k].error is None)
+            todo = [p for p in planned if fresh or p[1] not in entries or entries[p[1]].error is not None]
+            status.reused = done_before
             if run and todo:
-                await _run_stage(stage, todo, by_id, entries, store, job, recording, mkey, concurrency, stop,
-                                 progress, done_before, len(planned), status, say)
+                try:
+                    await _run_stage(stage, todo, by_id, entries, store, job, recording, mkey, concurrency, stop,
+                                     progress, done_before, len(planned), status, say)
+                except BuildStopped as e:  # committed work is kept; the later stages only replan
+                    state.stopped = str(e)
+                    stop.set()
             elif run:
                 say(f"{stage.name}: {len(planned)} {stage.unit}(s), all done before")
             for unit_views in views.values():
@@ -256,7 +276,7 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
                      stop: asyncio.Event, progress: LoggedProgress, done_before: int, total: int,
                      status: StageStatus, say: Callable[[str], None]) -> None:
     task = progress.add_task(stage.name, total=total, completed=done_before, failed=0)
-    failed = unreachable = 0
+    failed = unreachable = in_a_row = 0
     if done_before:
         say(f"{stage.name}: {done_before} of {total} {stage.unit}(s) done before, {len(todo)} to do")
 
@@ -264,7 +284,7 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
         return await run_unit(stage, item[0], videos[item[0].video], recording)
 
     def commit(item: tuple[Unit, str, int], outcome: Outcome) -> BaseException | None:
-        nonlocal failed, unreachable
+        nonlocal failed, unreachable, in_a_row
         unit, key, ordinal = item
         record = outcome.record(stage, unit, mkey)
         raw = next((c.reply for c in reversed(outcome.calls) if c.reply is not None), None)
@@ -274,12 +294,16 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
         entries[key] = Entry(key, ordinal, json.loads(json.dumps(record, default=str)), raw, outcome.error,
                              outcome.started, time.time())
         status.ran += 1
+        status.ran_calls += len(outcome.calls)
         failed += outcome.error is not None
+        in_a_row = in_a_row + 1 if outcome.error is not None else 0
+        if stage.stop_after_failures and in_a_row >= stage.stop_after_failures:
+            return BuildStopped(stage.stop_message(in_a_row, outcome.error))
         progress.update(task, advance=1, failed=failed)
         lost = outcome.error is not None and bool(outcome.calls) and outcome.calls[-1].unreachable
         unreachable = unreachable + 1 if lost else 0
         if unreachable >= UNREACHABLE_STOP:  # the endpoint is gone: every unit would fail the same way
-            return LvuError(f"{stage.name}: {unreachable} units in a row could not reach the model "
+            return BuildStopped(f"{stage.name}: {unreachable} units in a row could not reach the model "
                             f"({outcome.error}) — check the endpoint, then run the same command to resume")
         return None
 
@@ -376,12 +400,18 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                 await model.preflight()
             state = await execute(pipeline.name, pipeline.stages(), videos, store, identities=identities,
                                   models=loaded, concurrency=concurrency, show_progress=show_progress, note=note)
+            if state.stopped:
+                raise BuildStopped(state.stopped)
             written = pipeline.export(state, list(videos), Path(out))
             return state, written
         finally:
             store.close()
             for model in {id(m): m for m in loaded.values()}.values():
                 await model.close()
+
+
+class BuildStopped(LvuError):
+    """The build stopped early (failed units in a row, an unreachable endpoint); what it committed is kept."""
 
 
 class BuildInProgress(LvuError):
