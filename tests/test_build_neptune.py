@@ -69,6 +69,7 @@ def test_the_readme_example_builds_a_benchmark_lvu_run_evaluates(tmp_path, env):
     kept = json.loads((out / "neptune_full.json").read_text())
     removed = json.loads((out / "removed.json").read_text())
     assert done.stdout.count(f"{len(kept)} samples, 0 failed") == 2  # lvu run -b neptune, and -b jsonl
+    assert "skipped (2):" in done.stdout and "slide at neptune.shots: dropped by the static filter" in done.stdout
     assert {r["video_id"] for r in kept + removed} == {"harbor", "valley"}  # slide and presenter were dropped
     assert len(kept) + len(removed) == 10 and kept  # 5 questions per kept video
     for record in kept:

@@ -4,6 +4,7 @@ validated by the library; every dropped item named with its reason; one builder 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -124,3 +125,36 @@ def test_a_second_builder_into_one_folder_is_refused(tmp_path):
                                   {"llm": ("random", {})}, show_progress=False))
     with build_lock(tmp_path / "out"):  # released when the first builder ends (kill -9 too: flock)
         pass
+
+
+def test_the_construction_mechanism_imports_no_pipeline():
+    from test_layering import import_graph
+
+    mechanism = ("lvu.construct.pipeline", "lvu.construct.runner", "lvu.construct.ray_units")
+    graph = import_graph()
+    for module in mechanism:
+        if module not in graph:
+            continue
+        inside = [i.target for i in graph[module] if i.target.startswith("lvu.construct.")]
+        assert set(inside) <= set(mechanism), f"{module} imports {sorted(set(inside) - set(mechanism))}"
+
+
+def test_a_build_exported_from_the_store_is_byte_identical_to_the_uninterrupted_one(tmp_path, monkeypatch):
+    # Each stage result re-read from the store has its keys sorted; the one just computed once had
+    # them in insertion order, so a resumed Neptune build wrote another removed.json.
+    from neptune_example import write_videos
+
+    monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
+    videos = write_videos(tmp_path / "videos")
+    args = ["build", "neptune", str(videos), "-o", str(tmp_path / "out"), "--captioner", "ocr", "--asr", "none",
+            "--llm", "neptune_example:ScriptedLLM", "-q"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    names = ("removed.json", "neptune_full.json", "benchmark.jsonl")
+    built = {n: (tmp_path / "out" / n).read_bytes() for n in names}
+    assert json.loads(built["removed.json"]), "the scripted filter removes some questions"
+    for n in names:
+        (tmp_path / "out" / n).unlink()
+    again = CliRunner().invoke(app, args)  # every unit from the store: exported from re-read results
+    assert again.exit_code == 0 and again.output.count("all done before") == 13, again.output
+    assert {n: (tmp_path / "out" / n).read_bytes() for n in names} == built

@@ -1,6 +1,6 @@
 """`lvu build filter`: the papers' blind filters over a benchmark or a JSONL file (docs/build.md,
-"Blind filters"). Thin: the rules are lvu.construct.blind, the resumable job lvu.construct.filtering, the
-files lvu.construct.filter_files and the summary lvu.analysis.blind."""
+"Blind filters"). Thin: the rules are lvu.construct.blind_rules, the pipeline lvu.construct.filtering,
+the files lvu.construct.filter_files and the summary lvu.analysis.blind."""
 
 from __future__ import annotations
 
@@ -35,27 +35,23 @@ def split_model_args(models: list[str], args: dict[str, Any]) -> list[dict[str, 
     return [{**shared, **own} for own in out]
 
 
-def source_benchmark(source: str, settings: dict[str, Any]) -> Benchmark:
-    """The benchmark to filter: a registered name (with --data...), or a JSONL file of samples."""
-    from lvu.runs.grading import make_benchmark
-
-    if source.endswith(".jsonl") or Path(source).is_file():
-        if settings.get("data"):
-            raise LvuError(f"{source} is a sample file: pass it alone, without --data")
-        return make_benchmark("jsonl", {**settings, "data": source})
-    return make_benchmark(source, settings)
-
-
 async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
-                  **kwargs: Any) -> FilterOutcome:
-    from lvu.construct.filtering import filter_samples
+                  **kwargs: Any) -> tuple[FilterOutcome, dict[str, Any]]:
+    """The outcome, and the build.json that lets `lvu build status OUT` open the filter's folder."""
+    from lvu.construct.filtering import BlindFilter, filter_samples, model_roles, unique_items
+    from lvu.construct.runner import build_config
     from lvu.models.probes import build_model
 
     models: list[Model] = []
     try:
         for name, a in zip(names, args):
             models.append(build_model(name, a))
-        return await filter_samples(bench, models, settings, **kwargs)
+        outcome = await filter_samples(bench, models, settings, **kwargs)
+        pipeline = BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
+                                "seed_base": settings.seed_base, "asr": settings.asr, "models": len(models)})
+        config = build_config(pipeline, dict(zip(model_roles(len(models)), models)), unique_items(outcome.samples),
+                              store_dir=outcome.results_dir)
+        return outcome, config
     finally:
         for m in models:
             await m.close()
@@ -90,6 +86,7 @@ def filter_command(
 
         lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
     """
+    from lvu.construct.filter_files import source_benchmark
     from lvu.construct.filtering import FilterSettings
     from lvu.construct.runner import build_lock
 
@@ -116,14 +113,13 @@ def filter_command(
 def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, Any]], settings: Any, samples: Any,
                  bad: Any, results_dir: Any, concurrency: int, fresh: bool, plot: Optional[Path], bootstrap: int) -> None:
     import asyncio
-    import json
 
-    from lvu.analysis.blind import filter_summary
+    from lvu.analysis.blind import write_filter_summary
     from lvu.analysis_cli import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
+    from lvu.construct.runner import BuildStore
 
-    rule, seeds, threshold, asr = settings.rule, settings.seeds, settings.threshold, settings.asr
-    outcome = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
+    outcome, config = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
                                   concurrency=concurrency, fresh=fresh))
     for note in outcome.notes:
         err_console.print(f"error: {note}", markup=False, highlight=False)
@@ -132,15 +128,8 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
                           "command again to resume — no file written", markup=False, highlight=False)
         raise typer.Exit(130 if outcome.interrupted else 1)
     paths = write_outputs(outcome, out)
-    analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.checked else None
-    summary = {"rule": rule, "models": model, "seeds": seeds, "threshold": threshold, "asr": asr,
-               "checked": len(outcome.checked), "removed": len(outcome.removed), "kept": len(outcome.kept),
-               "skipped": len(outcome.skipped), "failed": len(outcome.failed), "bad_records": len(outcome.bad),
-               "calls": outcome.calls, "reused": outcome.n_reused, "job": outcome.job_id,
-               "groups": {} if analysis is None else {
-                   g: {"n": e.n, "removed_pct": e.value, "low": e.low, "high": e.high}
-                   for g, e in zip(analysis.x, analysis.series["removed %"]) if e is not None}}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    analysis = write_filter_summary(outcome, out, settings, model, bootstrap=bootstrap)
+    BuildStore.write_config_to(out, config)  # `lvu build status OUT` / `show OUT ID` open it
     if analysis is not None:
         print_table(analysis.table())
         print_summary(analysis.summary)

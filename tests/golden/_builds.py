@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:  # the fixture helpers live in tests/ (the recorder runs as a script)
-    sys.path.insert(0, str(TESTS))
+if str(TESTS) not in sys.path:  # the fixture helpers live in tests/ (the recorder runs as a script);
+    sys.path.append(str(TESTS))  # appended: a PYTHONPATH naming another checkout's tests/ wins
 
 EXPECTED = Path(__file__).with_name("construct_outputs.json")
 TMP = "<TMP>"
@@ -39,9 +39,10 @@ SERVER = "<SERVER>"
 
 VIDEO_SUFFIXES = {".mp4", ".mkv", ".mov", ".webm", ".avi"}
 EXCLUDED = ("lvu.sqlite", "build.json")
-"""Not compared, only listed: the build store (lvu.sqlite, -wal, -shm, -journal: SQLite pages hold
-timestamps and free space) and build.json (the mechanism's own description of a build, which the
-refactor is meant to change)."""
+"""Not compared, only listed (so each must still be written where it was): the build store
+lvu.sqlite (SQLite pages hold timestamps, wall times and free space) and build.json (the
+mechanism's own description of a build, model arguments included, which the refactor is meant to
+change). Its sidecars and lock are neither compared nor listed: is_transient."""
 
 VOLATILE = {
     # `lvu build filter`'s summary.json: "job" is the ledger job's id (an identity of the mechanism
@@ -51,7 +52,11 @@ VOLATILE = {
     # counts kept/removed/failed, calls, the per-group removed % with bootstrap intervals) is kept.
     "summary.json": ("job", "reused"),
 }
-"""Fields dropped from a JSON file (by file name) before hashing, and why."""
+"""Per file name: top-level JSON fields whose lines are dropped before hashing (text_digest), and why.
+Nothing else varies between runs: no output holds a wall time, a date, a pid or a host (checked);
+the fake server's URL, which the filter's evidence records with the model's arguments, the openai
+package's version recorded beside it, and the temporary root are replaced by placeholders
+(normalise_text)."""
 
 
 # ---- running the builds ------------------------------------------------------------------------
@@ -204,11 +209,15 @@ def invoke(argv: list[str]) -> str:
     return result.output
 
 
-def run_and_digest(root: Path, *, log: Callable[[str], None] = lambda line: None) -> dict[str, dict[str, Any]]:
+def run_and_digest(root: Path, *, log: Callable[[str], None] = lambda line: None,
+                   keep_going: bool = False) -> dict[str, dict[str, Any]]:
     """Make the inputs under `root`, run every step in order, digest each step's output folder right
-    after the step. {step name: {"argv": [...normalised], "files": [...], "hashes": {file: sha256}}}."""
-    from lvu.models.testing_server import FakeOpenAIServer
+    after the step. {step name: {"argv": [...normalised], "files": [...], "hashes": {file: sha256}}}.
+    `keep_going`: a step that fails gets {"error": message} and the next steps still run (those
+    reading its output then fail too); otherwise the first failure raises."""
     from neptune_replies import ScriptedReplies
+
+    from lvu.models.testing_server import FakeOpenAIServer
 
     paths = make_inputs(root)
     paths["root"] = root
@@ -220,34 +229,43 @@ def run_and_digest(root: Path, *, log: Callable[[str], None] = lambda line: None
         for step in STEPS:
             argv = step.argv(paths, url)
             log(f"lvu {' '.join(argv)}")
-            invoke(argv)
-            folder = paths[step.out]
-            digest = digest_folder(folder, root, url)
-            digests[step.name] = {"argv": [normalise_text(a, root, url) for a in argv],
-                                  "out": step.out, **digest}
+            shown = {"argv": [normalise_text(a, root, url) for a in argv], "out": step.out}
+            try:
+                invoke(argv)
+            except AssertionError as e:
+                if not keep_going:
+                    raise
+                digests[step.name] = {**shown, "error": normalise_text(str(e), root, url)}
+                continue
+            digests[step.name] = {**shown, **digest_folder(paths[step.out], root, url)}
     return digests
 
 
 # ---- digests -----------------------------------------------------------------------------------
 
 
+_SDK = re.compile(r'("sdk": "[^" ]+ )[^"]*"')
+"""A model identity's client library version ("sdk": "openai 3.57.0" in the filter's evidence)."""
+
+
 def normalise_text(text: str, root: Path, url: str | None = None) -> str:
-    """The temporary root (as given and resolved) -> TMP; the fake server's URL -> SERVER."""
+    """The temporary root (as given and resolved) -> TMP; the fake server's URL -> SERVER; the
+    version in a model identity's "sdk" (the installed openai package's, which differs between
+    environments, not between builds) -> VERSION, the library's name kept."""
     for form in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
         text = text.replace(form, TMP)
     if url:
         text = text.replace(url.rstrip("/"), SERVER)
-    return text
+    return _SDK.sub(r'\1<VERSION>"', text)
 
 
 def text_digest(path: Path, root: Path, url: str | None) -> str:
+    """SHA-256 of the file's UTF-8 text, normalised (normalise_text) and without its VOLATILE fields'
+    lines (`  "job": "…",`); everything else byte for byte, formatting included. A volatile field
+    written other than on a line of its own stays in, and fails the comparison (never silently)."""
     text = normalise_text(path.read_bytes().decode("utf-8"), root, url)
-    drop = VOLATILE.get(path.name)
-    if drop:
-        data = json.loads(text)
-        for key in drop:
-            data.pop(key, None)
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    for key in VOLATILE.get(path.name, ()):
+        text = re.sub(rf'(?m)^[ \t]*"{re.escape(key)}": [^\n]*\n', "", text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -331,10 +349,13 @@ def differences(expected: dict[str, dict[str, Any]], got: dict[str, dict[str, An
         if have is None:
             lines.append(f"{name}: not run ({where})")
             continue
+        if "error" in have:
+            lines.append(f"{name}: the command failed ({where}): {have['error']}")
+            continue
         for missing in sorted(set(want["files"]) - set(have["files"])):
             lines.append(f"{name}: {want['out']}/{missing} is no longer written ({where})")
         for file, digest in want["hashes"].items():
             if file in have["hashes"] and have["hashes"][file] != digest:
-                lines.append(f"{name}: {want['out']}/{file} differs: expected {digest[:22]}…, got "
-                             f"{have['hashes'][file][:22]}… ({where})")
+                lines.append(f"{name}: {want['out']}/{file} differs: expected {digest}, got {have['hashes'][file]} "
+                             f"({where})")
     return lines

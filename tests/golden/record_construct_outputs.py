@@ -4,8 +4,12 @@ into tests/golden/construct_outputs.json, which tests/test_construct_golden.py c
 Recorded from commit 4b1c0a2 (before the construction pipelines moved onto one mechanism):
 
     git worktree add /tmp/golden-base 4b1c0a2
-    PYTHONPATH=/tmp/golden-base/src python tests/golden/record_construct_outputs.py --expect-lvu /tmp/golden-base/src
+    export PYTHONPATH=/tmp/golden-base/src:/tmp/golden-base/tests
+    python tests/golden/record_construct_outputs.py --expect-lvu /tmp/golden-base/src
     git worktree remove /tmp/golden-base --force
+
+(lvu and the fixture helpers of tests/ both from that commit; `--expect-lvu` fails the recording if
+any lvu module came from elsewhere.) The build runs in a temporary folder, about 15 s on 2 CPUs.
 
 Re-record only on purpose (an output change that is meant), never to make the test pass.
 `--out FILE` writes elsewhere (e.g. to compare two runs); `--keep DIR` builds in DIR and leaves it.
@@ -23,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _builds import EXPECTED, build_env, run_and_digest  # noqa: E402
+from _builds import EXPECTED, build_env, run_and_digest
 
 
 def main() -> None:
@@ -39,9 +43,10 @@ def main() -> None:
     print(f"lvu from {source}", file=sys.stderr)
     if args.expect_lvu and source != args.expect_lvu.resolve():
         sys.exit(f"lvu is imported from {source}, not {args.expect_lvu} — set PYTHONPATH")
-    commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--", "."], capture_output=True,
-                           text=True).stdout.strip()
+                           text=True, check=False).stdout.strip()
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lvu-golden-") as tmp:
@@ -49,6 +54,15 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         with build_env(root):
             digests = run_and_digest(root, log=lambda line: print(line, file=sys.stderr))
+    if args.expect_lvu:  # every lvu module the builds imported came from there
+        stray = sorted(name for name, module in list(sys.modules.items())
+                       if (name == "lvu" or name.startswith("lvu.")) and getattr(module, "__file__", None)
+                       and not Path(module.__file__).resolve().is_relative_to(args.expect_lvu.resolve()))
+        if stray:
+            sys.exit(f"modules imported from elsewhere than {args.expect_lvu}: {', '.join(stray)}")
+    helpers = sorted({str(Path(m.__file__).resolve().parent) for n, m in list(sys.modules.items())
+                      if n in ("neptune_example", "neptune_replies", "needle_videos", "build_videos")})
+    print(f"fixture helpers from {', '.join(helpers)}", file=sys.stderr)
     record = {"recorded_from": {"commit": commit or "unknown", "src_modified": bool(dirty)},
               "note": "tests/golden/_builds.py describes the builds and the normalisations; re-record with "
                       "tests/golden/record_construct_outputs.py",

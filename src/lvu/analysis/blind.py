@@ -3,7 +3,7 @@ label, with percentile-bootstrap CIs (lvu.analysis.stats.bootstrap_cells, the in
 tables use).
 
 - `filter_summary`: a blind filter's removals (`lvu build filter`, lvu.construct.filtering) — removed %
-  of the checked questions per label;
+  of the checked questions per label (`write_filter_summary`: the filter's summary.json);
 - `blind_runs`: stored blind-probe runs (`-m blind` / `-m blind-asr`, or a sweep's `--probe blind`)
   — the share of multiple-choice questions each run answered correctly, per label (`lvu analyse blind`).
 
@@ -13,8 +13,11 @@ Both are an Analysis over groups "all" and "<label>: <value>" (one series per fi
 
 from __future__ import annotations
 
+import json
+import os
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lvu.analysis.analyses import label_order
@@ -24,7 +27,7 @@ from lvu.errors import LvuError
 
 if TYPE_CHECKING:
     from lvu.analysis.runs import RunData
-    from lvu.construct.filtering import FilterOutcome
+    from lvu.construct.filtering import FilterOutcome, FilterSettings
 
 Labels = dict[str, "str | list[str]"]
 ALL = "all"
@@ -114,3 +117,23 @@ def blind_runs(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: in
     benchmarks = sorted({r.spec.benchmark for r in runs})
     return Analysis("blind", f"Answerable blind — {', '.join(benchmarks)}", "group", groups, series,
                     y_label="answerable blind %", kind="bar", chance=chance, summary=summary, notes=notes)
+
+
+def write_filter_summary(outcome: FilterOutcome, out: str | Path, settings: FilterSettings, models: list[str], *,
+                  bootstrap: int = 1000) -> Analysis | None:
+    """Write OUT/summary.json (counts; removed % per group with `bootstrap`-resample intervals);
+    returns the per-group analysis (None when no question was checked)."""
+    analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.checked else None
+    summary = {"rule": settings.rule, "models": models, "seeds": settings.seeds, "threshold": settings.threshold,
+               "asr": settings.asr, "checked": len(outcome.checked), "removed": len(outcome.removed),
+               "kept": len(outcome.kept), "skipped": len(outcome.skipped), "failed": len(outcome.failed),
+               "bad_records": len(outcome.bad), "calls": outcome.calls, "reused": outcome.n_reused,
+               "job": outcome.job_id,
+               "groups": {} if analysis is None else {
+                   g: {"n": e.n, "removed_pct": e.value, "low": e.low, "high": e.high}
+                   for g, e in zip(analysis.x, analysis.series["removed %"]) if e is not None}}
+    path = Path(out) / "summary.json"
+    tmp = path.with_name(f".summary.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return analysis

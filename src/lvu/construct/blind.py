@@ -9,8 +9,8 @@
 
 Every reply is parsed by `parse_ranking` (an "ANSWER: C > A > ..." ranking, a bare letter, or free
 text naming exactly one option); a reply it cannot read is recorded as unparsable (None), never
-guessed, and never counts as correct. The rules here call models; running them over a benchmark,
-resumably, is lvu.construct.filtering.
+guessed, and never counts as correct. The rules as registered objects are lvu.construct.blind_rules;
+running them over a benchmark, resumably, is lvu.construct.filtering.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from lvu.types import LETTERS, Prompt, Text
 
 if TYPE_CHECKING:
     from lvu.models.base import Model
-
-RULES = ("neptune-qad", "lvbench", "text-only")
 
 QAD_PROMPT = """Instructions:
 

@@ -8,19 +8,76 @@
   parsed ranking, correct) — also a runnable benchmark;
 - `decisions.jsonl`: one line per loaded sample: id, labels, status (removed / kept / skipped /
   failed), reason and the votes' short form (model, seed, reply, ranking, correct).
+`summary.json` (counts and removed % per group with intervals) is lvu.analysis.blind's. Also where
+a filter's samples come from (`source_benchmark`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lvu.benchmarks.jsonl import write_samples
-from lvu.construct.filtering import FilterOutcome
+from lvu.construct.blind import Decision
+from lvu.errors import LvuError
 from lvu.types import Sample
+
+if TYPE_CHECKING:
+    from lvu.benchmarks.base import BadRecord, Benchmark
+
+@dataclass
+class Checked:
+    """One checked question and the rule's decision."""
+
+    sample: Sample
+    decision: Decision
+
+
+@dataclass
+class FilterOutcome:
+    """What `filter_samples` did, samples in load order."""
+
+    checked: list[Checked]
+    skipped: list[tuple[Sample, str]]
+    """Not checkable (open-ended, no answer): kept, never asked."""
+    failed: list[tuple[Sample, str]]
+    """Undecided: a model call failed (or the filter was interrupted before them); re-run to retry."""
+    bad: list[BadRecord]
+    job_id: str
+    results_dir: Path
+    calls: int = 0
+    """Model calls made by this invocation (decisions taken from the ledger make none)."""
+    n_reused: int = 0
+    interrupted: bool = False
+    wall: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    """Every loaded sample, in load order."""
+
+    @property
+    def kept(self) -> list[Sample]:
+        """Samples for the kept file: checked and not removed, plus the unchecked ones."""
+        removed = {c.sample.id for c in self.checked if c.decision.removed}
+        undecided = {s.id for s, _ in self.failed}
+        return [s for s in self.samples if s.id not in removed and s.id not in undecided]
+
+    @property
+    def removed(self) -> list[Checked]:
+        return [c for c in self.checked if c.decision.removed]
+
+
+def checkable(sample: Sample) -> str | None:
+    """Why a sample cannot be checked, or None when it can (multiple choice with an answer index)."""
+    if len(sample.options) < 2:
+        return "not multiple choice"
+    if not isinstance(sample.answer, int) or isinstance(sample.answer, bool) \
+            or not 0 <= sample.answer < len(sample.options):
+        return "no answer index"
+    return None
+
 
 EVIDENCE_KEY = "blind_filter"
 """Where removed.jsonl keeps a removal's evidence: sample.extra[EVIDENCE_KEY]."""
@@ -68,3 +125,15 @@ def write_outputs(outcome: FilterOutcome, out: str | Path) -> dict[str, Path]:
     tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     os.replace(tmp, paths["decisions"])
     return paths
+
+
+def source_benchmark(source: str, settings: dict[str, Any]) -> Benchmark:
+    """The benchmark to filter: a registered name (with --data...), or a JSONL file of samples."""
+    from lvu.runs.grading import make_benchmark
+
+    if source.endswith(".jsonl") or Path(source).is_file():
+        if settings.get("data"):
+            raise LvuError(f"{source} is a sample file: pass it alone, without --data")
+        return make_benchmark("jsonl", {**settings, "data": source})
+    return make_benchmark(source, settings)
+

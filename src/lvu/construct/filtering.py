@@ -1,17 +1,19 @@
-"""Running a blind filter (lvu.construct.blind) over a benchmark's samples, as a resumable ledger job.
+"""The blind filters (lvu.construct.blind_rules) as a build pipeline on the one mechanism.
 
-The job (`JobLedger`, kind `blind-filter`) is the rule, its parameters, the models' identities and
-the benchmark; its fingerprint is the checked samples' item keys. An item is one question, keyed
-by everything its decision depends on: the sample's id and content (question, options, answer),
-the prompt templates (neptune-qad's, or lvu's text-only question), the transcript's source
-(--asr), the rule's parameters and every model's identity. Questions run on `run_each`
-(`concurrency` questions in flight); each decision is committed the moment it is made, so kill -9
-loses only the questions in flight and the same command resumes; a question whose model call
-failed is committed as failed and asked again on the next run. Questions already decided by an
-earlier job of the same spec (the data file before an edit) are reused (JobLedger.reuse).
+`blind-filter`'s items are a benchmark's samples; its one stage, `blind.decide`, has one unit per
+checkable question (multiple choice with an answer index; the others are skipped with the reason,
+kept unchecked), keyed by everything its decision depends on: the sample's id and content
+(question, options, answer), the rule's prompt templates and parameters, the transcript's source
+(--asr) and every model's identity. Units run and are committed by lvu.construct.runner like every
+build's: kill -9 loses only the questions in flight and the same command resumes; a question whose
+model call failed is stored as failed and asked again on the next run; 8 failed in a row stop the
+filter. Decisions are content-keyed, so a question already decided in the same store (the data file
+before an edit, another output folder) is not asked again.
 
-Which questions are checked: multiple choice with an answer index. Others (open-ended, hidden
-answers) are kept unchecked and listed as skipped.
+`lvu build filter` keeps the store in the results folder (`<results-dir>/lvu.sqlite`) and writes
+OUT only when every question is decided or failed (`filter_samples`, then lvu.construct.filter_files);
+`lvu build run blind-filter SOURCE -o OUT` is the same pipeline with its store in OUT (it writes
+the three JSONL files; summary.json and the removed-% table are the shortcut's, lvu.analysis.blind).
 """
 
 from __future__ import annotations
@@ -20,113 +22,29 @@ import asyncio
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
-from lvu.construct.blind import (QAD_PROMPT, QAD_TRANSCRIPT, RULES, Decision, Vote, ask, lvbench_decision,
-                             qad_decision, qad_filter_question, qad_options_str, text_only_decision,
-                             text_only_prompt)
+from pydantic import Field, model_validator
+
+from lvu.construct.blind import Decision
+from lvu.construct.blind_rules import FilterSettings, rule_named
+from lvu.construct.filter_files import Checked, FilterOutcome, checkable
+from lvu.construct.pipeline import (STAGES, Item, Pipeline, PipelineOptions, Skip, Stage, StageFailure, Unit,
+                                    register_pipeline, register_stage)
 from lvu.errors import LvuError
-from lvu.progress import LoggedProgress
-from lvu.runs.ledger import JobLedger, item_key
-from lvu.runs.stage_runner import run_each
 from lvu.types import Sample
 
 if TYPE_CHECKING:
     from lvu.benchmarks.base import BadRecord, Benchmark
+    from lvu.construct.runner import BuildState
     from lvu.models.base import Model
 
-JOB_KIND = "blind-filter"
-RULE_VERSION = 1
-"""Bumped when a rule's decision logic changes: every stored decision is then made again."""
 FAILED_IN_A_ROW = 8
 """Questions in a row whose model calls all failed that stop the filter (the endpoint is likely gone)."""
-
-
-@dataclass(frozen=True)
-class FilterSettings:
-    """A rule and its parameters (seeds, threshold and seed_base matter to neptune-qad only)."""
-
-    rule: str
-    seeds: int = 3
-    threshold: int = 2
-    seed_base: int = 0
-    asr: bool = False
-
-    def check(self, n_models: int) -> None:
-        if self.rule not in RULES:
-            raise LvuError(f"--rule {self.rule!r} is unknown — use one of {', '.join(RULES)}")
-        if not n_models:
-            raise LvuError("no model given — pass -m MODEL (repeat -m for several)")
-        if self.rule == "neptune-qad":
-            if self.seeds < 1:
-                raise LvuError(f"--seeds {self.seeds} — give at least 1 seed (the paper: 3)")
-            if not 1 <= self.threshold <= self.seeds:
-                raise LvuError(f"--threshold {self.threshold} must be between 1 and --seeds {self.seeds} (the paper: 2 of 3)")
-
-    def params(self) -> dict[str, Any]:
-        """What enters the job and the item keys."""
-        own = {"seeds": self.seeds, "threshold": self.threshold, "seed_base": self.seed_base} \
-            if self.rule == "neptune-qad" else {}
-        return {"rule": self.rule, "version": RULE_VERSION, "asr": self.asr, **own}
-
-
-@dataclass
-class Checked:
-    """One checked question and the rule's decision."""
-
-    sample: Sample
-    decision: Decision
-
-
-@dataclass
-class FilterOutcome:
-    """What `filter_samples` did, samples in load order."""
-
-    checked: list[Checked]
-    skipped: list[tuple[Sample, str]]
-    """Not checkable (open-ended, no answer): kept, never asked."""
-    failed: list[tuple[Sample, str]]
-    """Undecided: a model call failed (or the filter was interrupted before them); re-run to retry."""
-    bad: list[BadRecord]
-    job_id: str
-    results_dir: Path
-    calls: int = 0
-    """Model calls made by this invocation (decisions taken from the ledger make none)."""
-    n_reused: int = 0
-    interrupted: bool = False
-    wall: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)
-    """Every loaded sample, in load order."""
-
-    @property
-    def kept(self) -> list[Sample]:
-        """Samples for the kept file: checked and not removed, plus the unchecked ones."""
-        removed = {c.sample.id for c in self.checked if c.decision.removed}
-        undecided = {s.id for s, _ in self.failed}
-        return [s for s in self.samples if s.id not in removed and s.id not in undecided]
-
-    @property
-    def removed(self) -> list[Checked]:
-        return [c for c in self.checked if c.decision.removed]
-
-
-def model_identity(model: Model) -> dict[str, Any]:
-    """The model's identity without the arguments that cannot change answers (retries, caching...)."""
-    neutral = set(type(model).run_neutral_args)
-    return {k: v for k, v in model.identity.items() if k not in neutral}
-
-
-def checkable(sample: Sample) -> str | None:
-    """Why a sample cannot be checked, or None when it can (multiple choice with an answer index)."""
-    if len(sample.options) < 2:
-        return "not multiple choice"
-    if not isinstance(sample.answer, int) or isinstance(sample.answer, bool) \
-            or not 0 <= sample.answer < len(sample.options):
-        return "no answer index"
-    return None
+PIPELINE = "blind-filter"
+__all__ = ["BlindFilter", "Checked", "FilterOutcome", "FilterSettings", "checkable", "filter_samples"]
 
 
 # ---- transcripts (--asr) -----------------------------------------------------------------------------
@@ -163,161 +81,206 @@ def needs_whisper(samples: list[Sample]) -> bool:
     return any(s.subtitles is None or not os.path.exists(s.subtitles.path) for s in samples)
 
 
-# ---- one question ------------------------------------------------------------------------------------
+# ---- the pipeline ------------------------------------------------------------------------------------
 
 
-def prompt_identity(rule: str) -> list[Any]:
-    """The prompt templates a question's decision depends on (its text and transcript enter apart)."""
-    if rule == "neptune-qad":
-        return [QAD_PROMPT, QAD_TRANSCRIPT, qad_options_str(["x"])]
-    p = text_only_prompt("x", ["y"], "z")
-    return [p.text, p.max_tokens, p.temperature]
+class BlindFilterOptions(PipelineOptions):
+    rule: str = Field("neptune-qad", description="neptune-qad | lvbench | text-only (or a registered rule)")
+    seeds: int = Field(3, description="neptune-qad: rankings per question, options re-shuffled per seed")
+    threshold: int = Field(2, description="neptune-qad: removed when the answer is top-ranked in this many seeds")
+    seed_base: int = Field(0, description="neptune-qad: first seed")
+    asr: bool = Field(False, description="give the transcript too: the sample's subtitles, else Whisper")
+    models: int = Field(1, ge=1, description="how many models vote (roles llm, llm2, ...)")
+    data: Optional[str] = Field(None, description="the benchmark's data (lvu build run: a benchmark name as INPUT)")
+
+    @model_validator(mode="after")
+    def _rule(self) -> BlindFilterOptions:
+        self.settings.check(self.models)
+        return self
+
+    @property
+    def settings(self) -> FilterSettings:
+        return FilterSettings(self.rule, self.seeds, self.threshold, self.seed_base, self.asr)
 
 
-async def decide(sample: Sample, models: list[Model], settings: FilterSettings,
-                 transcript: str | None = None) -> Decision:
-    """The rule's decision on one checkable sample."""
-    answer = int(sample.answer)  # type: ignore[arg-type]
-    if settings.rule == "neptune-qad":
-        verdicts = await asyncio.gather(*(
-            qad_filter_question(m, sample.question, sample.options, answer, seeds=settings.seeds,
-                                threshold=settings.threshold, transcript=transcript, seed_base=settings.seed_base,
-                                sample_id=sample.id) for m in models))
-        return qad_decision(list(verdicts))
-    prompt = text_only_prompt(sample.question, sample.options, transcript)
-    votes: list[Vote] = list(await asyncio.gather(*(ask(m, prompt, sample.options, answer, sample_id=sample.id)
-                                                    for m in models)))
-    return lvbench_decision(votes) if settings.rule == "lvbench" else text_only_decision(votes)
+def model_roles(n: int) -> list[str]:
+    """The roles of `n` voting models: llm, llm2, llm3, ..."""
+    return ["llm"] + [f"llm{k}" for k in range(2, n + 1)]
 
 
-def calls_per_question(settings: FilterSettings, n_models: int) -> int:
-    return n_models * (settings.seeds if settings.rule == "neptune-qad" else 1)
+def sample_of(item: Item) -> Sample:
+    return Sample.model_validate(item.data)
 
 
-# ---- the job -----------------------------------------------------------------------------------------
+def item_of(sample: Sample) -> Item:
+    return Item(sample.id, sample.video.path, sample.model_dump(mode="json"))
+
+
+@register_stage("blind.decide")
+class Decide(Stage):
+    """One question's decision under the rule, asked without the video."""
+
+    output = "decision"
+    role = "llm"
+    unit = "question"
+    stop_after_failures = FAILED_IN_A_ROW
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.filter = BlindFilterOptions.model_validate(self.options).settings
+        self.rule = rule_named(self.filter.rule)
+        self.prompt = repr(self.rule.prompt_identity())  # type: ignore[misc]  # in every key: a changed template recomputes
+
+    def uses_models(self) -> list[str]:
+        return model_roles(int(self.options.get("models") or 1))
+
+    def settings(self) -> Any:
+        return self.filter.params()
+
+    def plan(self, video: Item, inputs: dict[str, Any]) -> list[Unit] | Skip:
+        sample = sample_of(video)
+        if (why := checkable(sample)) is not None:
+            return Skip(why)
+        return [Unit(video.id, "question", {"id": sample.id, "qa": [sample.question, sample.options, sample.answer],
+                                            "transcript": transcript_source(sample) if self.filter.asr else None})]
+
+    async def run(self, unit: Unit, ctx: Any) -> dict[str, Any]:
+        sample = sample_of(ctx.video)
+        transcript = None
+        if self.filter.asr:
+            try:
+                transcript = await asyncio.to_thread(load_transcript, sample)
+            except LvuError as e:
+                raise StageFailure(f"transcript: {e}") from None
+        models = [ctx.model(role) for role in self.uses_models()]
+        decision = await self.rule.decide(sample, models, self.filter, transcript)
+        if decision.failed:
+            raise StageFailure(next(v.error for v in decision.votes if v.error))
+        return decision.to_json()
+
+    def collect(self, video: Item, results: dict[str, Any]) -> Any:
+        return results["question"]
+
+    def stop_message(self, failures: int, error: str | None) -> str:
+        return (f"the filter stopped: {failures} questions in a row failed (last: {error}) — check the model, then "
+                "run the same command again to resume")
+
+
+@register_pipeline(PIPELINE)
+class BlindFilter(Pipeline):
+    """The papers' blind filters: remove the questions a model answers without the video
+    (Neptune's QAD filter, LVBench's, Video-MME's); kept.jsonl, removed.jsonl, decisions.jsonl."""
+
+    Options = BlindFilterOptions
+    models = {"llm": "the model asked without the video", "llm2": "a second voting model (--opt models=2), ..."}
+
+    def __init__(self, options: dict[str, Any] | PipelineOptions | None = None) -> None:
+        super().__init__(options)
+        self.bad: list[Any] = []
+
+    def stages(self) -> list[Stage]:
+        return [Decide(self.options)]
+
+    def items(self, inputs: Sequence[str]) -> list[Item]:
+        from lvu.construct.filter_files import source_benchmark
+
+        if len(inputs) != 1:
+            raise LvuError(f"{PIPELINE} build: pass one benchmark name or lvu JSONL file (got {len(inputs)} inputs)")
+        bench = source_benchmark(inputs[0], {"data": self.options["data"]} if self.options.get("data") else {})
+        samples, self.bad = bench.loaded()
+        return unique_items(samples)
+
+    def export(self, state: Any, videos: Sequence[Item], out: Path) -> dict[str, Any]:
+        from lvu.construct.filter_files import write_outputs
+
+        if state.interrupted or state.stopped:
+            return {}  # an interrupted filter writes no file
+        samples = [sample_of(v) for v in videos]
+        outcome = outcome_of(state, samples, self.config.settings, self.bad, job_id="", results_dir=out)  # type: ignore[attr-defined]
+        paths = write_outputs(outcome, out)  # summary.json and its table: the `lvu build filter` shortcut's
+        return {"kept": len(outcome.kept), "removed": len(outcome.removed), "failed": len(outcome.failed),
+                **{k: str(v) for k, v in paths.items()}}
+
+
+def unique_items(samples: Sequence[Sample]) -> list[Item]:
+    """One item per sample id (the first of duplicates: a decision is per question id)."""
+    seen: dict[str, Item] = {}
+    for s in samples:
+        seen.setdefault(s.id, item_of(s))
+    return list(seen.values())
+
+
+def outcome_of(state: BuildState, samples: list[Sample], settings: FilterSettings, bad: list[Any], *,
+               job_id: str, results_dir: Path, stage_index: int = 0) -> FilterOutcome:
+    """The decisions of one filter stage of a built (or replanned) build, in sample order."""
+    stage = state.stages[stage_index]
+    outcome = FilterOutcome(checked=[], skipped=[], failed=[], bad=list(bad), job_id=job_id, results_dir=results_dir,
+                            samples=list(samples), calls=stage.ran_calls, n_reused=stage.reused,
+                            interrupted=state.interrupted and not state.stopped,
+                            notes=[state.stopped] if state.stopped else [])
+    decided = state.outputs.get(STAGES.get(stage.name).output_name(), {})
+    views = state.units.get(stage.name, {})
+    for s in samples:
+        if (why := checkable(s)) is not None:
+            outcome.skipped.append((s, why))
+        elif s.id in decided:
+            outcome.checked.append(Checked(s, Decision.from_json(decided[s.id])))
+        else:
+            entry = next((v.entry for v in views.get(s.id, []) if v.entry is not None), None)
+            outcome.failed.append((s, entry.error if entry is not None and entry.error else "not decided (interrupted)"))
+    return outcome
+
+
+async def decide_samples(pipeline: str, stages: list[Stage], samples: Sequence[Sample], models: list[Model], *,
+                         results_dir: str | Path | None = None, concurrency: int = 8, fresh: bool = False,
+                         show_progress: bool = True) -> tuple[BuildState, str, Path]:
+    """Run filter stages (`Decide` and its kin) over `samples` on the build store in `results_dir`
+    (the results folder by default), resuming; the state, the first stage's job id and the store's
+    folder. Does not close the models."""
+    from lvu.construct.runner import BuildStore, execute, model_key
+    from lvu.runs.store import default_results_dir
+
+    roles = dict(zip(model_roles(len(models)), models))
+    store_dir = Path(results_dir) if results_dir is not None else default_results_dir()
+    store = BuildStore(store_dir, store_dir)
+    if fresh:
+        for m in models:
+            m.bypass_cache()
+
+    async def preflight() -> None:
+        for m in models:
+            await m.preflight()
+
+    try:
+        state = await execute(pipeline, stages, unique_items(samples), store,
+                              identities={r: model_key(m) for r, m in roles.items()}, models=roles,
+                              concurrency=concurrency, show_progress=show_progress, fresh=fresh,
+                              before_work=preflight)
+        job = store.job(pipeline, stages[0].name, create=False)
+    finally:
+        store.close()
+    return state, job, store_dir
 
 
 async def filter_samples(bench: Benchmark, models: list[Model], settings: FilterSettings, *,
                          samples: list[Sample] | None = None, bad: list[BadRecord] | None = None,
                          results_dir: str | Path | None = None, concurrency: int = 8, fresh: bool = False,
                          show_progress: bool = True) -> FilterOutcome:
-    """Decide every checkable sample of `bench` (or `samples`) with `settings.rule`, resuming the
-    ledger job; `fresh` asks again for every question (no cached replies either). Does not close
-    the models."""
+    """Decide every checkable sample of `bench` (or `samples`) with `settings.rule`, resuming from
+    the build store in `results_dir` (the results folder by default); `fresh` asks again for every
+    question (no cached replies either). Does not close the models."""
     settings.check(len(models))
     if samples is None:
         samples, bad = bench.loaded()
-    bad = list(bad or [])
     started = time.perf_counter()
-    skipped = [(s, why) for s in samples if (why := checkable(s)) is not None]
-    to_check = [s for s in samples if checkable(s) is None]
-    if settings.asr and needs_whisper(to_check):
+    if settings.asr and needs_whisper([s for s in samples if checkable(s) is None]):
         from lvu.media.asr import check_installed
 
         check_installed()  # one line when lvu[asr] is missing, before any call
-    identities = [model_identity(m) for m in models]
-    params = settings.params()
-    keys: dict[str, int] = {}
-    key_of: dict[str, str] = {}
-    for i, s in enumerate(samples):
-        if checkable(s) is not None:
-            continue
-        key = item_key(JOB_KIND, params, prompt_identity(settings.rule), identities, s.id,
-                       [s.question, s.options, s.answer], transcript_source(s) if settings.asr else None)
-        keys.setdefault(key, i)
-        key_of[s.id] = key
-    fingerprint = hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:16]
-    spec = {**params, "models": identities, "benchmark": bench.name}
-    ledger = JobLedger(results_dir)
-    job = ledger.open_job(JOB_KIND, spec, fingerprint, fresh=fresh)
-    status = "failed"
-    outcome = FilterOutcome(checked=[], skipped=skipped, failed=[], bad=bad, job_id=job, results_dir=ledger.dir,
-                            samples=list(samples))
-    try:
-        if fresh:
-            for m in models:
-                m.bypass_cache()
-        else:
-            ledger.reuse(job, keys)
-        done = ledger.done_keys(job)
-        todo = [(key, i, samples[i]) for key, i in keys.items() if key not in done]
-        outcome.n_reused = len(keys) - len(todo)
-        if todo:
-            for m in models:
-                await m.preflight()
-        stop = asyncio.Event()
-        await _run(ledger, job, todo, models, settings, outcome, stop, concurrency, show_progress)
-        outcome.interrupted = stop.is_set() and not outcome.notes
-        status = "interrupted" if stop.is_set() else "done"
-        _collect(ledger, job, key_of, outcome)
-        return outcome
-    finally:
-        outcome.wall = time.perf_counter() - started
-        ledger.finish_job(job, status)
-        ledger.close()
-
-
-async def _run(ledger: JobLedger, job: str, todo: list[tuple[str, int, Sample]], models: list[Model],
-               settings: FilterSettings, outcome: FilterOutcome, stop: asyncio.Event,
-               concurrency: int, show_progress: bool) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
-
-    label = f"filter {settings.rule}"
-    progress = LoggedProgress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
-                              TextColumn("removed {task.fields[removed]} · failed {task.fields[failed]}"),
-                              TimeRemainingColumn(), disable=not show_progress or not todo, label=label)
-    bar = progress.add_task("", total=len(todo), removed=0, failed=0)
-    counts = {"removed": 0, "failed": 0, "in_a_row": 0}
-    per_question = calls_per_question(settings, len(models))
-
-    async def work(item: tuple[str, int, Sample]) -> Decision | str:
-        sample = item[2]
-        try:
-            transcript = await asyncio.to_thread(load_transcript, sample) if settings.asr else None
-        except LvuError as e:
-            return f"transcript: {e}"
-        outcome.calls += per_question
-        try:
-            return await decide(sample, models, settings, transcript)
-        except LvuError as e:  # e.g. the benchmark cannot build this question's prompt
-            return str(e)
-
-    def commit(item: tuple[str, int, Sample], done: Decision | str) -> BaseException | None:
-        key, ordinal, _ = item
-        error = done if isinstance(done, str) else next((v.error for v in done.votes if v.error), None)
-        result = None if isinstance(done, str) else done.to_json()
-        ledger.commit(job, key, ordinal=ordinal, result=result, error=error)
-        counts["failed"] += error is not None
-        counts["removed"] += error is None and isinstance(done, Decision) and done.removed
-        counts["in_a_row"] = counts["in_a_row"] + 1 if error is not None else 0
-        progress.update(bar, advance=1, removed=counts["removed"], failed=counts["failed"])
-        if counts["in_a_row"] >= FAILED_IN_A_ROW:
-            message = (f"the filter stopped: {FAILED_IN_A_ROW} questions in a row failed (last: {error}) — check "
-                       "the model, then run the same command again to resume")
-            outcome.notes.append(message)
-            return LvuError(message)
-        return None
-
-    with progress:
-        try:
-            await run_each(todo, work, commit, concurrency=concurrency, stop=stop, note=progress.say,
-                           what="question", where="with the model")
-        except LvuError:
-            if not outcome.notes:
-                raise
-            # the early stop: what was decided is committed, the note says why
-
-
-def _collect(ledger: JobLedger, job: str, key_of: dict[str, str], outcome: FilterOutcome) -> None:
-    """Decisions from the ledger (this run's and earlier ones), in sample order."""
-    entries = {e.key: e for e in ledger.entries(job)}
-    for s in outcome.samples:
-        key = key_of.get(s.id)
-        if key is None:
-            continue
-        entry = entries.get(key)
-        if entry is None or entry.error is not None or entry.result is None:
-            why = entry.error if entry is not None and entry.error else "not decided (interrupted)"
-            outcome.failed.append((s, why))  # type: ignore[arg-type]
-        else:
-            outcome.checked.append(Checked(s, Decision.from_json(entry.result)))
+    pipeline = BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
+                            "seed_base": settings.seed_base, "asr": settings.asr, "models": len(models)})
+    state, job, store_dir = await decide_samples(PIPELINE, pipeline.stages(), samples, models, results_dir=results_dir,
+                                                 concurrency=concurrency, fresh=fresh, show_progress=show_progress)
+    outcome = outcome_of(state, list(samples), settings, list(bad or []), job_id=job, results_dir=store_dir)
+    outcome.wall = time.perf_counter() - started
+    return outcome

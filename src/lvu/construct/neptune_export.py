@@ -82,6 +82,12 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+VERDICT_FIELDS = ("removed", "correct_votes", "threshold", "seeds", "unparsable", "votes")
+VOTE_FIELDS = ("seed", "order", "ranking", "correct")
+"""A removed question's `qad_filter` evidence and each of its votes, in this order (neptune.QadFilter's
+result): the same bytes whether the verdict was made in this process or read back from the store."""
+
+
 def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
     """Write the files (module docstring) from a BuildState; counts for the closing lines."""
     from lvu.benchmarks.jsonl import write_samples
@@ -116,7 +122,10 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
                       "decoys_6": decoys[unit], "mcq_decoys": [0, 1, 2, 3], "video_path": file_name,
                       "qad_filter": {k: verdict[k] for k in ("correct_votes", "seeds", "threshold", "unparsable")}}
             if verdict["removed"]:
-                removed.append({**record, "qad_filter": verdict})
+                # in the stage's field order, whether the verdict was made now or read from the store
+                removed.append({**record, "qad_filter": {
+                    **{k: verdict[k] for k in VERDICT_FIELDS},
+                    "votes": [{k: vote[k] for k in VOTE_FIELDS} for vote in verdict["votes"]]}})
                 continue
             kept.append(record)
             wrote_video = True

@@ -6,8 +6,9 @@ caption agrees, App. C.4 swaps the names — research/seed_neptune.md §2.3):
 - MMH (multimodal, human): questions whose raters' required modality is not `audio-only`, and that
   the QAD filter — repeated after the raters' corrections — does not remove.
 
-Both filters are `lvu build filter`'s neptune-qad rule (lvu.construct.filtering: 3 seeds, removed at
->= 2, resumable on the ledger, every vote kept). The subsets are written as `neptune_mma.json` /
+Both filters are `lvu build filter`'s neptune-qad rule (lvu.construct.filtering's `Decide` stage: 3
+seeds, removed at >= 2, every vote kept), the two stages of one pipeline on the build store in the
+source folder (its lvu.sqlite): resumable, a question decided once is never asked again. The subsets are written as `neptune_mma.json` /
 `neptune_mmh.json` beside the source's `neptune_full.json` records, the release's layout, so
 `lvu run -b neptune --data DIR --set subset=mma` runs one and a full run reports both columns.
 The source is a build's folder, or a `lvu review export` folder (it carries the raters' modality
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lvu.construct.filtering import FilterOutcome, FilterSettings, filter_samples
+from lvu.construct.filtering import Decide, FilterOutcome, decide_samples, outcome_of
+from lvu.construct.pipeline import Stage, register_stage
 from lvu.construct.review_labels import MODALITY_LABEL
 from lvu.errors import LvuError
 
@@ -96,17 +98,15 @@ async def _build_subsets(source: Path, models: list[Model], *, seeds: int, thres
         raise LvuError(f"{source / FULL_FILE}: {len(bad)} record(s) cannot be read, e.g. {bad[0].error}")
     if not samples:
         raise LvuError(f"{source / FULL_FILE}: no questions — nothing to filter")
-    results_dir = source  # the build's own ledger (lvu.sqlite beside its files)
-    qad = await filter_samples(bench, models, FilterSettings("neptune-qad", seeds, threshold),
-                               results_dir=results_dir, concurrency=concurrency, show_progress=show_progress)
-    outcome = SubsetsOutcome(n_full=len(samples), qad_removed=_removed(qad), asr_removed=[], mma=[], mmh=None,
-                             calls=qad.calls, interrupted=qad.interrupted)
-    if qad.interrupted:
-        return outcome
-    asr = await filter_samples(bench, models, FilterSettings("neptune-qad", seeds, threshold, asr=True),
-                               results_dir=results_dir, concurrency=concurrency, show_progress=show_progress)
-    outcome.asr_removed, outcome.calls, outcome.interrupted = _removed(asr), outcome.calls + asr.calls, asr.interrupted
-    if asr.interrupted:
+    stages = subset_stages(seeds, threshold)
+    state, job, store_dir = await decide_samples(SUBSETS, stages, samples, models, results_dir=source,
+                                                 concurrency=concurrency, show_progress=show_progress)
+    qad, asr = (outcome_of(state, samples, stage.filter, [], job_id=job, results_dir=store_dir, stage_index=i)
+                for i, stage in enumerate(stages))
+    outcome = SubsetsOutcome(n_full=len(samples), qad_removed=_removed(qad), asr_removed=_removed(asr), mma=[],
+                             mmh=None, calls=sum(s.ran_calls for s in state.stages),
+                             interrupted=state.interrupted or state.stopped is not None)
+    if outcome.interrupted:
         return outcome
     undecided = {s.id for s, _ in qad.failed} | {s.id for s, _ in asr.failed}
     outcome.undecided = sorted(undecided)
@@ -133,6 +133,29 @@ async def _build_subsets(source: Path, models: list[Model], *, seeds: int, thres
     if outcome.mmh is not None:
         outcome.written["mmh"] = _write(source / "neptune_mmh.json", [by_key[k] for k in outcome.mmh])
     return outcome
+
+
+SUBSETS = "neptune-subsets"
+
+
+@register_stage("subsets.qad-filter")
+class QadFilter(Decide):
+    """Neptune's QAD filter over the full set (the question and its five options, no video)."""
+
+    output = "qad"
+
+
+@register_stage("subsets.asr-filter")
+class AsrFilter(Decide):
+    """Neptune's ASR filter: the QAD filter with the video's transcript as context."""
+
+    output = "asr"
+
+
+def subset_stages(seeds: int, threshold: int) -> list[Stage]:
+    """The two filters MMA and MMH are made from (one pipeline of two stages on the build store)."""
+    base = {"rule": "neptune-qad", "seeds": seeds, "threshold": threshold}
+    return [QadFilter({**base, "asr": False}), AsrFilter({**base, "asr": True})]
 
 
 def _removed(outcome: FilterOutcome) -> list[str]:
