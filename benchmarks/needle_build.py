@@ -38,7 +38,8 @@ import numpy as np
 from PIL import Image
 
 from lvu.construct.needle_media import load_needles
-from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_pipeline import run_build
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build
 from lvu.media.encode import add_h264_stream
 
 W, H, FPS, RATE = 640, 360, 30, 48000

@@ -15,7 +15,8 @@ import pytest
 
 from lvu.benchmarks.jsonl import read_samples
 from lvu.construct.needle_media import load_needles
-from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_pipeline import run_build
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build
 from lvu.errors import LvuError
 from lvu.media.subtitles import load_cues
 from lvu.media.video import VideoReader

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from lvu.cli import app
 from lvu.construct.neptune import Neptune
-from lvu.construct.runner import BuildInProgress, build_lock, find_videos, run_build
+from lvu.construct.runner import find_videos, run_build
+from lvu.construct.store import BuildInProgress, build_lock
 from lvu.errors import LvuError
 from lvu.media.testing import make_video
 from lvu.models.testing_server import FakeOpenAIServer
@@ -130,7 +131,7 @@ def test_a_second_builder_into_one_folder_is_refused(tmp_path):
 def test_the_construction_mechanism_imports_no_pipeline():
     from test_layering import import_graph
 
-    mechanism = ("lvu.construct.pipeline", "lvu.construct.runner", "lvu.construct.ray_units")
+    mechanism = ("lvu.construct.pipeline", "lvu.construct.store", "lvu.construct.runner", "lvu.construct.ray_units")
     graph = import_graph()
     for module in mechanism:
         if module not in graph:
@@ -158,3 +159,20 @@ def test_a_build_exported_from_the_store_is_byte_identical_to_the_uninterrupted_
     again = CliRunner().invoke(app, args)  # every unit from the store: exported from re-read results
     assert again.exit_code == 0 and again.output.count("all done before") == 13, again.output
     assert {n: (tmp_path / "out" / n).read_bytes() for n in names} == built
+
+
+def test_build_run_neptune_writes_what_the_shortcut_writes(tmp_path, monkeypatch):
+    from neptune_example import write_videos
+
+    monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
+    videos = write_videos(tmp_path / "videos")
+    short = CliRunner().invoke(app, ["build", "neptune", str(videos), "-o", str(tmp_path / "a"), "--captioner", "ocr",
+                                     "--asr", "none", "--questions", "3", "--llm", "neptune_example:ScriptedLLM", "-q"])
+    assert short.exit_code == 0, short.output
+    run = CliRunner().invoke(app, ["build", "run", "neptune", str(videos), "-o", str(tmp_path / "b"), "--opt",
+                                   "captioner=ocr", "--opt", "asr=none", "--opt", "questions=3", "--model",
+                                   "llm=neptune_example:ScriptedLLM", "-q"])
+    assert run.exit_code == 0, run.output
+    assert "skipped (2):" in run.output and "presenter at neptune.shots: dropped by the talking_head filter" in run.output
+    for name in ("neptune_full.json", "removed.json", "benchmark.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name

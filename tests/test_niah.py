@@ -15,7 +15,8 @@ from lvu.analysis.report import build_report
 from lvu.analysis.runs import RunData, load_runs
 from lvu.api import run
 from lvu.construct.needle_media import load_needles
-from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+from lvu.construct.needle_pipeline import run_build
+from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build
 from lvu.runs.store import Store
 from lvu.types import SampleResult
 from analysis_runs import store_run

@@ -39,7 +39,7 @@ async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]]
                   **kwargs: Any) -> tuple[FilterOutcome, dict[str, Any]]:
     """The outcome, and the build.json that lets `lvu build status OUT` open the filter's folder."""
     from lvu.construct.filtering import BlindFilter, filter_samples, model_roles, unique_items
-    from lvu.construct.runner import build_config
+    from lvu.construct.store import build_config
     from lvu.models.probes import build_model
 
     models: list[Model] = []
@@ -88,7 +88,7 @@ def filter_command(
     """
     from lvu.construct.filter_files import source_benchmark
     from lvu.construct.filtering import FilterSettings
-    from lvu.construct.runner import build_lock
+    from lvu.construct.store import build_lock
 
     check_limit(limit)
     if concurrency < 1:
@@ -117,7 +117,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     from lvu.analysis.blind import write_filter_summary
     from lvu.analysis_cli import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
-    from lvu.construct.runner import BuildStore
+    from lvu.construct.store import BuildStore
 
     outcome, config = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
                                   concurrency=concurrency, fresh=fresh))

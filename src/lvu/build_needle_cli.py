@@ -1,6 +1,7 @@
 """`lvu build needle` and `lvu build ladder`: needle-in-a-haystack benchmarks on your own videos
 and MLVU's Time-ladder (docs/build.md, "Needles and the time ladder"). Thin: the work is in
-lvu.construct.needles, lvu.construct.splice and lvu.construct.ladder."""
+lvu.construct.needle_pipeline / needles / splice and lvu.construct.ladder (the `needle` and `ladder`
+build pipelines: resumable through OUT's build store, `lvu build status OUT` opens them)."""
 
 from __future__ import annotations
 
@@ -12,23 +13,6 @@ from rich.table import Table
 
 from lvu.cli_common import console, err_console
 from lvu.errors import LvuError
-
-
-def _numbers(text: str, what: str, *, low: float | None = None, high: float | None = None,
-             positive: bool = False) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        values = ()
-    if not values:
-        raise LvuError(f"{what} {text!r} is not a comma-separated list of numbers — e.g. {what} 0,25,50,75,100")
-    for v in values:
-        if (low is not None and v < low) or (high is not None and v > high) or (positive and v <= 0):
-            bounds = f"{low:g}-{high:g}" if low is not None and high is not None else "above 0"
-            raise LvuError(f"{what} {v:g} is outside {bounds} — "
-                           + ("depths are percent of the video, e.g. 0,25,50,75,100" if what == "--depths"
-                              else "lengths are seconds, e.g. 180,600,1800"))
-    return values
 
 
 def needle_command(
@@ -55,23 +39,21 @@ def needle_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from lvu.construct.needle_media import load_needles
-    from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build, run_build
+    from lvu.construct.needle_pipeline import NeedleOptions, NeedlePipeline, build_needles, flag_options
 
-    if per_cell < 1 or workers < 1 or order_size < 2 or max_count < 1 or needle_seconds <= 0:
-        raise LvuError("--per-cell, --workers and --max-count must be >= 1, --order-size >= 2, --needle-seconds > 0")
-    depth_values = None if depths.strip().lower() == "random" else _numbers(depths, "--depths", low=0, high=100)
-    settings = NeedleSettings(task=task, depths=depth_values, seed=seed, per_cell=per_cell, order_size=order_size,
-                              max_count=max_count, crf=crf, reencode=reencode, exact_audio=exact_audio,
-                              lengths=_numbers(lengths, "--lengths", positive=True) if lengths else None)
-    pool = load_needles(needles, seconds=needle_seconds)
-    backgrounds = find_backgrounds(background)
-    jobs = plan_build(backgrounds, pool, settings)
+    if workers < 1:
+        raise LvuError(f"--workers {workers}: must be at least 1")
+    options = flag_options(NeedleOptions, {
+        "needles": str(needles), "task": task, "depths": depths, "lengths": lengths, "per_cell": per_cell,
+        "order_size": order_size, "max_count": max_count, "needle_seconds": needle_seconds, "seed": seed, "crf": crf,
+        "reencode": reencode, "exact_audio": exact_audio})
+    pipeline = NeedlePipeline(options)
+    items = pipeline.items([str(background)])
     bar = Progress(TextColumn("making needle videos"), BarColumn(), MofNCompleteColumn(), console=err_console,
                    transient=True)
     with bar:
-        todo = bar.add_task("", total=len(jobs))
-        result = run_build(jobs, out, settings, workers=workers, progress=lambda job, made: bar.advance(todo))
+        todo = bar.add_task("", total=len(items))
+        result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo))
     modes = ", ".join(f"{n} {m}" for m, n in sorted(result.modes.items()))
     total = sum(result.frames.values())
     copied = f", {100 * result.frames.get('copied', 0) / total:.0f}% of frames copied" if total else ""
@@ -96,9 +78,11 @@ def ladder_command(
 
         lvu build needle -b bg/ -n clips/ --depths random --lengths 600 -o nqa && lvu build ladder nqa/needle.jsonl -o ladder
     """
-    from lvu.construct.ladder import build_ladder, load_sources
+    from lvu.construct.ladder import LadderOptions, build_ladder, load_sources
+    from lvu.construct.needle_pipeline import flag_options
 
-    result = build_ladder(load_sources(sources), out, _numbers(lengths, "--lengths", positive=True))
+    rungs_wanted = flag_options(LadderOptions, {"lengths": lengths}).lengths
+    result = build_ladder(load_sources(sources), out, tuple(rungs_wanted))
     rungs = sorted({length for _, length in result.kept} | {length for _, length in result.outside})
     tasks = sorted({t for t, _ in result.kept} | {t for t, _ in result.outside})
     table = Table(title="questions kept per length (dropped: evidence past the cut or video too short)",

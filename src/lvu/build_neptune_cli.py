@@ -10,7 +10,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import KV_HELP, check_limit, console, err_console, parse_kv
+from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, check_limit, console, err_console,
+                             parse_kv)
 from lvu.build_run_cli import print_problems, print_status
 from lvu.errors import LvuError
 
@@ -46,6 +47,9 @@ def neptune_command(
     filter_threshold: Annotated[int, typer.Option("--filter-threshold", help="Remove a QAD when the filter "
                                                   "top-ranks its answer in at least this many runs.")] = 2,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
+    ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
 ) -> None:
     """Neptune's automatic QAD pipeline: a folder of videos in, a filtered benchmark out.
 
@@ -72,7 +76,8 @@ def neptune_command(
         models["vlm"] = (vlm, parse_kv(vlm_arg or [], "--vlm-arg"))
     err_console.print(f"lvu build neptune: {len(videos)} video(s) from {videos_dir} into {out}", highlight=False)
     state, written = asyncio.run(run_build(pipeline, videos, out, models, concurrency=concurrency,
-                                           show_progress=not quiet))
+                                           show_progress=not quiet, executor=executor, ray_address=ray_address,
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg")))
     print_status(state, title=f"lvu build neptune — {out}")
     print_problems(state)
     console.print(f"{written['questions']} question(s) on {written['videos']} video(s) kept; "
@@ -110,7 +115,7 @@ def subsets_command(
     removes. MMH: questions the raters marked as not audio-only (a `lvu review export` folder) that
     the QAD filter does not remove. Resumable: every filter decision is stored as it is made."""
     from lvu.construct.neptune_subsets import build_subsets
-    from lvu.construct.runner import load_models
+    from lvu.construct.store import load_models
 
     if not 1 <= threshold <= seeds:
         raise LvuError(f"--threshold {threshold}: must be from 1 to --seeds ({seeds})")

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import KV_HELP, check_limit, console, err_console, parse_kv
+from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, check_limit, console, err_console,
+                             parse_kv)
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -158,6 +159,9 @@ def run_command(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Units in flight per stage.")] = 4,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
+    ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
 ) -> None:
     """Run any build pipeline: its items through its stages, each unit committed as it completes
     (the same command resumes), then its files. Exit codes: 0 all done; 1 some units failed
@@ -175,7 +179,8 @@ def run_command(
     models = _role_models(model or [], model_arg or [])
     err_console.print(f"lvu build {instance.name}: {len(items)} item(s) into {out}", highlight=False)
     state, written = asyncio.run(run_build(instance, items, out, models, concurrency=concurrency,
-                                           show_progress=not quiet))
+                                           show_progress=not quiet, executor=executor, ray_address=ray_address,
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg")))
     print_status(state, title=f"lvu build {instance.name} — {out}")
     print_problems(state, limit=20)
     if written:

@@ -74,6 +74,11 @@ def parse_kv(items: list[str], what: str) -> dict[str, object]:
     return out
 
 
+EXECUTOR_HELP = "local (default) | ray: the units on a Ray cluster (the ray extra; docs/build.md, Scale-out)."
+RAY_ADDRESS_HELP = "Ray cluster to join: ray://HOST:10001, HOST:6379 or auto (default: $RAY_ADDRESS, else a local Ray)."
+RAY_ARG_HELP = "Ray executor setting, KEY=VALUE (repeatable): num_replicas, num_gpus, num_cpus, decode_cpus, ..."
+
+
 def check_limit(limit: int | None) -> None:
     """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
     if limit is not None and limit < 1:

@@ -237,7 +237,8 @@ async def decide_samples(pipeline: str, stages: list[Stage], samples: Sequence[S
     """Run filter stages (`Decide` and its kin) over `samples` on the build store in `results_dir`
     (the results folder by default), resuming; the state, the first stage's job id and the store's
     folder. Does not close the models."""
-    from lvu.construct.runner import BuildStore, execute, model_key
+    from lvu.construct.runner import execute
+    from lvu.construct.store import BuildStore, model_key
     from lvu.runs.store import default_results_dir
 
     roles = dict(zip(model_roles(len(models)), models))

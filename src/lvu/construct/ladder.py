@@ -13,19 +13,28 @@ from `lvu build needle --lengths 180,360,600` outputs instead.
 
 Each video is cut once per length (the first L seconds; lvu.construct.splice copies whole GOPs and
 re-encodes only the last partial one), its subtitles clipped; samples get `length` = "180s" and
-ids `<id>@180s`.
+ids `<id>@180s`. The `ladder` build pipeline: its items are the planned cuts (plan_ladder), one
+`ladder.cut` unit each, committed to OUT's build store (a re-run cuts only what is missing, a cut
+whose file was deleted is made again); the export writes ladder.jsonl and subtitles/.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
 from lvu.benchmarks.jsonl import read_samples, write_samples
-from lvu.construct.splice import probe_background, splice, timeline
+from lvu.construct.needle_pipeline import FileStage
+from lvu.construct.pipeline import Item, Pipeline, PipelineOptions, Stage, Unit, register_pipeline, register_stage
+from lvu.construct.splice import splice, timeline
 from lvu.errors import LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
 
@@ -87,17 +96,42 @@ def task_of(sample: Sample) -> str:
     return str(task[0] if isinstance(task, list) else task) if task else "all"
 
 
-def build_ladder(samples: list[Sample], out_dir: str | Path, lengths: tuple[float, ...] = LENGTHS) -> LadderResult:
-    """Cut every video that has kept questions to each length and write the ladder JSONL (one
-    build per folder at a time: lvu.construct.runner.build_lock)."""
-    from lvu.construct.runner import build_lock
+def build_ladder(samples: list[Sample], out_dir: str | Path, lengths: tuple[float, ...] = LENGTHS, *,
+                 workers: int = 2) -> LadderResult:
+    """Cut every video that has kept questions to each length and write the ladder JSONL: the
+    `ladder` build pipeline over the planned cuts (each committed to OUT's build store, so a re-run
+    cuts only what is missing; one build per folder at a time: lvu.construct.runner.build_lock)."""
+    from lvu.construct.needle_pipeline import BuildInterrupted
+    from lvu.construct.runner import run_build
 
-    with build_lock(out_dir):
-        return _build_ladder(samples, Path(out_dir), lengths)
+    plan = plan_ladder(samples, lengths)
+    pipeline = Ladder({"lengths": list(lengths)})
+    state, written = asyncio.run(run_build(pipeline, plan.items, out_dir, {}, concurrency=workers,
+                                           show_progress=False, note=lambda message: None))
+    if not written:
+        done = len(state.outputs.get("cuts", {}))
+        raise BuildInterrupted(f"interrupted: {done} of {len(plan.items)} ladder cuts made (committed) — run the "
+                               "same command again to resume")
+    plan.result.jsonl, plan.result.samples = Path(out_dir) / JSONL_NAME, pipeline.samples
+    return plan.result
 
 
-def _build_ladder(samples: list[Sample], out: Path, lengths: tuple[float, ...]) -> LadderResult:
-    result = LadderResult(out / JSONL_NAME, [])
+@dataclass
+class LadderPlan:
+    items: list[Item]
+    """One per cut (video x length with kept questions), in the order the JSONL lists them."""
+    result: LadderResult
+    """The counts (kept, dropped, without evidence); samples once built."""
+
+
+def plan_ladder(samples: list[Sample], lengths: tuple[float, ...] | list[float]) -> LadderPlan:
+    """Which questions each (video, length) cut keeps, as build items: each item's `data` holds the
+    source video (its fingerprint, frame rate and frames), the cut's length, frames and file name,
+    and the kept samples (the export needs nothing else)."""
+    from lvu.construct.needles import probe_cached
+    from lvu.media.identity import video_fingerprint
+
+    result = LadderResult(Path(JSONL_NAME), [])
     spans = {s.id: evidence(s) for s in samples}
     for s in samples:
         if spans[s.id] is None:
@@ -111,9 +145,10 @@ def _build_ladder(samples: list[Sample], out: Path, lengths: tuple[float, ...]) 
     for s in samples:
         if spans[s.id] is not None:
             by_video[s.video.path].append(s)
-    (out / "videos").mkdir(parents=True, exist_ok=True)
+    items: list[Item] = []
+    seen: set[str] = set()
     for video, group in sorted(by_video.items()):
-        bg = probe_background(video)
+        bg = probe_cached(video)
         for length in lengths:
             keep = [s for s in group if bg.duration >= length - 1e-6 and max(b for _, b in spans[s.id]) <= length + 1e-6]  # type: ignore[union-attr]
             kept_ids = {s.id for s in keep}
@@ -123,28 +158,90 @@ def _build_ladder(samples: list[Sample], out: Path, lengths: tuple[float, ...]) 
                 bucket[key] = bucket.get(key, 0) + 1
             if not keep:
                 continue
-            cut = _cut(bg, length, out)
-            subtitles = _cut_subtitles(keep[0], bg, length, out, cut.stem)
-            result.samples += [_rung(s, length, cut, subtitles, spans[s.id]) for s in keep]  # type: ignore[arg-type]
-    if not result.samples:
+            fingerprint, n = video_fingerprint(bg.path), round(length * bg.rate)
+            digest = hashlib.blake2b(f"{fingerprint}|{n}".encode(), digest_size=6).hexdigest()
+            stem = f"{Path(bg.path).stem}-{length:g}s-{digest}"
+            item_id = stem if stem not in seen else f"{stem}~{len(items)}"  # the same video twice: one file
+            seen.add(item_id)
+            items.append(Item(item_id, str(video), {
+                "video": str(Path(bg.path).resolve()), "fingerprint": fingerprint, "rate": str(bg.rate),
+                "video_frames": bg.n_frames, "length": length, "frames": n, "file": f"videos/{stem}.mp4",
+                "samples": [s.model_dump(mode="json") for s in keep]}))
+    if not items:
         raise LvuError(f"no question's evidence fits within {', '.join(f'{x:g}' for x in lengths)} s — use longer --lengths")
-    write_samples(result.jsonl, result.samples)
-    return result
+    return LadderPlan(items, result)
 
 
-def _cut(bg: Any, length: float, out: Path) -> Path:
-    from lvu.media.identity import video_fingerprint
+class LadderOptions(PipelineOptions):
+    lengths: list[float] = Field(list(LENGTHS), description="ladder lengths in seconds (MLVU: 180,360,600)")
 
-    n = round(length * bg.rate)
-    key = hashlib.blake2b(f"{video_fingerprint(bg.path)}|{n}".encode(), digest_size=6).hexdigest()
-    path = (out / "videos" / f"{Path(bg.path).stem}-{length:g}s-{key}.mp4").resolve()
-    if not path.is_file():
-        fmt = bg.audio.plain() if bg.audio else None
-        splice(bg, timeline(bg.n_frames, n, []), path, audio=fmt)
-    return path
+    @field_validator("lengths", mode="before")
+    @classmethod
+    def _lengths(cls, value: Any) -> Any:
+        from lvu.construct.needle_pipeline import numbers
+
+        return numbers(value, example="180,360,600", low=0, what="lengths are seconds")
 
 
-def _cut_subtitles(sample: Sample, bg: Any, length: float, out: Path, stem: str) -> Path | None:
+@register_stage("ladder.cut")
+class Cut(FileStage):
+    """One cut: the first L seconds of a video (whole GOPs copied, the last partial one re-encoded)."""
+
+    output = "cuts"
+    unit = "cut"
+
+    def plan(self, video: Item, inputs: dict[str, Any]) -> list[Unit]:
+        return [Unit(video.id, "video", {"video": video.data["fingerprint"], "frames": video.data["frames"]})]
+
+    async def run(self, unit: Unit, ctx: Any) -> dict[str, Any]:
+        from lvu.construct.needles import probe_cached
+
+        d = ctx.video.data
+
+        def cut(path: Path) -> Any:
+            bg = probe_cached(d["video"])
+            return splice(bg, timeline(bg.n_frames, d["frames"], []), path, audio=bg.audio.plain() if bg.audio else None)
+
+        return await self.write(d["file"], cut)
+
+
+@register_pipeline("ladder")
+class Ladder(Pipeline):
+    """MLVU's Time-ladder (`lvu build ladder`): videos cut to each length, keeping the questions whose
+    evidence stays inside. INPUTS = lvu JSONL files (e.g. needle.jsonl) or the MLVU release folder."""
+
+    Options = LadderOptions
+
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options)
+        self.samples: list[Sample] = []
+        """The samples the export wrote (this process)."""
+
+    def stages(self) -> list[Stage]:
+        return [Cut(self.options)]
+
+    def items(self, inputs: Sequence[str]) -> list[Item]:
+        return plan_ladder(load_sources([Path(i) for i in inputs]), self.config.lengths).items
+
+    def export(self, state: Any, videos: Sequence[Item], out: Path) -> dict[str, Any]:
+        from lvu.construct.needles import remove_partial
+
+        cuts = state.outputs.get("cuts", {})
+        if any(v.id not in cuts for v in videos):
+            return {}  # not every cut is there: no ladder file yet (`lvu build status` says what is missing)
+        remove_partial(out)
+        self.samples = []
+        for item in videos:
+            d = item.data
+            video = (out / d["file"]).resolve()
+            keep = [Sample.model_validate(s) for s in d["samples"]]
+            subtitles = _cut_subtitles(keep[0], d["video_frames"], Fraction(d["rate"]), d["length"], out, video.stem)
+            self.samples += [_rung(s, d["length"], video, subtitles, evidence(s)) for s in keep]  # type: ignore[arg-type]
+        write_samples(out / JSONL_NAME, self.samples)
+        return {"ladder.jsonl": out / JSONL_NAME, "samples": len(self.samples)}
+
+
+def _cut_subtitles(sample: Sample, n_frames: int, rate: Fraction, length: float, out: Path, stem: str) -> Path | None:
     if sample.subtitles is None or not Path(sample.subtitles.path).is_file():
         return None
     from lvu.construct.needles import shifted_cues
@@ -153,7 +250,7 @@ def _cut_subtitles(sample: Sample, bg: Any, length: float, out: Path, stem: str)
     cues = load_cues(sample.subtitles.path, offset=sample.subtitles.offset)
     path = (out / "subtitles" / f"{stem}.srt").resolve()
     path.parent.mkdir(exist_ok=True)
-    path.write_text(srt_text(shifted_cues(cues, timeline(bg.n_frames, round(length * bg.rate), []), bg.rate)),
+    path.write_text(srt_text(shifted_cues(cues, timeline(n_frames, round(length * rate), []), rate)),
                     encoding="utf-8")
     return path
 

@@ -2,22 +2,24 @@
 and the time ladder"), after MLVU's Needle QA / Action Order / Action Count construction.
 
     plan = plan_build(backgrounds, needles, settings)     # every video and question, all randomness here
-    result = run_build(plan, out_dir, workers=2)          # splices (resumable), writes needle.jsonl
+    result = needle_pipeline.run_build(plan, out_dir, settings, workers=2)  # splices (resumable), needle.jsonl
 
 For every background, length and depth (nqa) or every background and length (order, count) it
 makes `per_cell` videos: the background trimmed or looped to the length, the needles inserted at
 frame-exact positions (lvu.construct.splice), its subtitle cues shifted past the inserted spans. Each
 sample is labelled `task`, `depth`, `length`, `needle_duration` and carries the exact inserted
 spans in `extra.needles` (seconds and frames). Same seed and inputs → the same plan, the same
-JSONL bytes, the same video bytes. A video whose content key (background, needles, positions,
-encoder settings) is already on disk is not made again: an interrupted build resumes.
+JSONL bytes, the same video bytes. lvu.construct.needle_pipeline.run_build runs the `needle` build
+pipeline: every video is committed to OUT's build store as it is made, so an
+interrupted build (also kill -9) resumes, and a video whose content key (background, needles,
+positions, encoder settings) is already on disk is not made again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,10 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from lvu.benchmarks.haystack import AnswerBalancer
-from lvu.benchmarks.jsonl import write_samples
 from lvu.construct import needle_questions as questions
 from lvu.construct.needle_media import VIDEO_SUFFIXES, Needle, frame_count, needle_audio, needle_frames
-from lvu.construct.splice import CRF, Background, Insert, Piece, probe_background, splice, timeline
+from lvu.construct.splice import CRF, Background, Insert, Piece, probe_background, timeline
 from lvu.construct.splice_audio import AudioFormat
 from lvu.errors import DataError, LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
@@ -98,8 +99,25 @@ def find_backgrounds(source: str | Path) -> list[BackgroundFile]:
     out = []
     for path in files:
         subs = next((path.with_suffix(s) for s in SUBTITLE_SUFFIXES if path.with_suffix(s).is_file()), None)
-        out.append(BackgroundFile(path, subs, probe_background(path)))
+        out.append(BackgroundFile(path, subs, probe_cached(path)))
     return out
+
+
+_probed: dict[tuple[str, int, int], Background] = {}
+
+
+def probe_cached(path: str | Path) -> Background:
+    """probe_background, memoised per (real path, size, mtime) in this process: a build's units and
+    its export read the same backgrounds again (a long video's packet scan takes seconds)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return probe_background(path)  # its one-line error
+    memo = (real, st.st_size, st.st_mtime_ns)
+    if memo not in _probed:
+        _probed[memo] = probe_background(path)
+    return _probed[memo]
 
 
 # ---- planning ------------------------------------------------------------------------------------
@@ -233,12 +251,17 @@ def audio_format(job: Job) -> AudioFormat | None:
     return AudioFormat(48000, "stereo") if any(n.has_audio for n, _ in job.placed) else None
 
 
+def pieces_of(job: Job) -> list[Piece]:
+    """The job's output timeline: background spans (trimmed or looped) and its needles."""
+    info = job.background.info
+    return timeline(info.n_frames, job.n_frames - sum(frame_count(n, info.rate) for n, _ in job.placed),
+                    _inserts(job))
+
+
 def _keyed(job: Job, s: NeedleSettings) -> Job:
     from lvu.media.identity import video_fingerprint
 
-    info = job.background.info
-    job.pieces = timeline(info.n_frames, job.n_frames - sum(frame_count(n, info.rate) for n, _ in job.placed),
-                          _inserts(job))
+    job.pieces = pieces_of(job)
     fmt = audio_format(job)
     what = {"v": VERSION, "background": video_fingerprint(job.background.path), "crf": s.crf, "reencode": s.reencode,
             "exact_audio": s.exact_audio,
@@ -264,78 +287,20 @@ class BuildResult:
     """Videos made per way their sound was written ("copied between splice points", "re-encoded: why")."""
 
 
-def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, workers: int = 1,
-              progress: Callable[[Job, bool], None] = lambda job, made: None) -> BuildResult:
-    """Make every job's video (in parallel, resumable) and subtitles, then write the JSONL file.
-    One build per folder at a time (lvu.construct.runner.build_lock)."""
-    from lvu.construct.runner import build_lock
-
-    with build_lock(out_dir):
-        return _run_build(jobs, Path(out_dir), s, workers=workers, progress=progress)
-
-
-def _run_build(jobs: list[Job], out: Path, s: NeedleSettings, *, workers: int,
-               progress: Callable[[Job, bool], None]) -> BuildResult:
-    from lvu.runs.stage_runner import run_each
-
-    (out / "videos").mkdir(parents=True, exist_ok=True)
-    jobs = [_keyed(j, s) for j in jobs]
-    ids = [j.id for j in jobs]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise LvuError(f"two videos would both be named {dup!r} — needles need different file names/texts")
-    todo = [j for j in jobs if not (out / j.video_name).is_file()]
-    modes: dict[str, int] = {}
-    frames: dict[str, int] = {}
-    sound: dict[str, int] = {}
-    failures: list[BaseException] = []
-
-    async def work(job: Job) -> Any:
-        return await asyncio.to_thread(splice, job.background.info, job.pieces, out / job.video_name,
-                                       audio=audio_format(job), crf=s.crf, reencode=s.reencode,
-                                       exact_audio=s.exact_audio)
-
-    def commit(job: Job, stats: Any) -> BaseException | None:
-        if isinstance(stats, BaseException):
-            failures.append(stats)
-            return stats  # stop: an unreadable needle or background fails every video alike
-        modes[stats.mode] = modes.get(stats.mode, 0) + 1
-        if "audio" in stats.extra:
-            sound[stats.extra["audio"]] = sound.get(stats.extra["audio"], 0) + 1
-        frames["copied"] = frames.get("copied", 0) + stats.copied_frames
-        frames["encoded"] = frames.get("encoded", 0) + stats.encoded_frames
-        progress(job, True)
-        return None
-
-    for job in jobs:
-        if job not in todo:
-            progress(job, False)
-    if todo:
-        asyncio.run(run_each(todo, _capturing(work), commit, concurrency=max(1, workers), what="video"))
-    if failures:
-        raise failures[0]
-    samples = [_sample(job, out) for job in jobs]
-    path = write_samples(out / JSONL_NAME, samples)
-    _remove_stale(out, {j.video_name for j in jobs})
-    reasons = {str(j.background.path): j.background.info.reason for j in jobs if j.background.info.reason}
-    return BuildResult(Path(path or out / JSONL_NAME), samples, len(todo), len(jobs) - len(todo), modes, reasons, frames,
-                       sound)
-
-
-def _capturing(work: Callable[[Job], Any]) -> Callable[[Job], Any]:
-    async def run(job: Job) -> Any:
-        try:
-            return await work(job)
-        except LvuError as e:
-            return e
-    return run
-
-
 def _remove_stale(out: Path, keep: set[str]) -> None:
-    """Videos of earlier builds into this folder that this plan no longer has."""
+    """Videos of earlier builds into this folder that this plan no longer has, and the temporary
+    file of a splice a kill -9 cut short."""
     for p in (out / "videos").glob("*.mp4"):
         if f"videos/{p.name}" not in keep:
             p.unlink(missing_ok=True)
+    remove_partial(out)
+
+
+def remove_partial(out: Path) -> None:
+    """The temporary files of splices a kill -9 cut short (lvu.construct.splice writes `.NAME.PID.tmp`
+    and renames it when done)."""
+    for p in (out / "videos").glob(".*.tmp"):
+        p.unlink(missing_ok=True)
 
 
 def shifted_cues(cues: list[Any], pieces: list[Piece], rate: Fraction) -> list[tuple[float, float, str]]:

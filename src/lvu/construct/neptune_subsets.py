@@ -77,7 +77,7 @@ async def build_subsets(source: str | Path, models: list[Model], *, seeds: int =
                         concurrency: int = 8, show_progress: bool = True) -> SubsetsOutcome:
     """Run the QAD and ASR filters over `source`'s full set and write the MMA (and, with the raters'
     modality labels, MMH) files beside its neptune_full.json."""
-    from lvu.construct.runner import build_lock
+    from lvu.construct.store import build_lock
 
     source = Path(source).expanduser().resolve()
     read_full(source)  # a folder without neptune_full.json is refused before a lock file is made there

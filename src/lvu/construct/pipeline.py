@@ -121,6 +121,9 @@ class Stage:
     partial: ClassVar[bool] = False
     """True: a video whose units all ran but some failed still gets an output, from the units that
     succeeded (per-question stages: one bad question does not hold back the video's others)."""
+    out: Path | None = None
+    """The build folder (OUT), set by the runner before it plans: where a stage whose units write
+    files (needle videos, ladder cuts) writes them."""
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
@@ -165,6 +168,11 @@ class Stage:
     def collect(self, video: Video, results: dict[str, Any]) -> Any:
         """The stage's output for `video` from its units' results (unit id -> result), all done."""
         return results
+
+    def still_valid(self, unit: Unit, output: Any) -> bool:
+        """Whether a committed (done) unit's output still stands; False runs the unit again (a unit
+        whose file in `out` was deleted). Default: always."""
+        return True
 
     def retry_prompt(self, prompt: str, reply: str, error: BaseException) -> str:
         """The second ask after a malformed reply: the original prompt, the reply and what was wrong."""
@@ -388,7 +396,12 @@ def find_videos(folder: str | Path, limit: int | None = None) -> list[Item]:
 
 PIPELINES: Registry[Pipeline] = Registry("build pipeline", base=Pipeline, group="lvu.pipelines")
 register_pipeline = PIPELINES.register
-BUILTIN_PIPELINES = {"neptune": "lvu.construct.neptune"}
+BUILTIN_PIPELINES = {
+    "neptune": "lvu.construct.neptune",
+    "blind-filter": "lvu.construct.filtering",
+    "needle": "lvu.construct.needle_pipeline",
+    "ladder": "lvu.construct.ladder",
+}
 """Built-in pipeline name -> the module that registers it (imported when first asked for)."""
 
 

@@ -18,29 +18,25 @@ the models' identities, the videos), so status and show need no model.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lvu.construct.store import (JOB_KIND, BuildStopped, BuildStore, build_config, build_lock,
+                                 load_models, model_key, read_config)
 from lvu.construct.pipeline import (BUILTIN_PIPELINES, Item, Outcome, Pipeline, RecordingModel, Skip, Stage, Unit, Video,
-                                    check_pipeline, find_videos, load_pipeline_class, pipeline_class, pipeline_reference,
-                                    run_unit)
+                                    check_pipeline, find_videos, load_pipeline_class, pipeline_class, run_unit)
 from lvu.errors import LvuError
 from lvu.progress import LoggedProgress, stage_columns
-from lvu.runs.ledger import Entry, JobLedger, item_key, job_id
+from lvu.runs.ledger import Entry, item_key
 from lvu.runs.stage_runner import run_each
 
-JOB_KIND = "build"
 UNREACHABLE_STOP = 8
 """Units in a row whose model call never reached the endpoint (after its retries) that stop the
 build with one line instead of failing every unit left."""
-CONFIG_FILE = "build.json"
 STATES = ("done", "failed", "pending", "blocked", "skipped")
 """Per video and stage: all units done / some failed / some not run yet / an input is missing
 (failed or pending upstream) / out of the pipeline (a filter dropped it upstream)."""
@@ -50,57 +46,6 @@ def unit_key(stage: Stage, unit: Unit, model_key: dict[str, Any] | None) -> str:
     """Everything a unit's outcome depends on."""
     return item_key(JOB_KIND, stage.name, stage.version, stage.prompt, stage.settings(), model_key,
                     unit.video, unit.id, unit.payload)
-
-
-def model_key(model: Any) -> dict[str, Any]:
-    """What a unit's key holds of its model: the name and the arguments that can change answers,
-    as a run's spec does (lvu.runs.engine.resolve_spec) — more retries or another SDK version
-    recompute nothing; another model, endpoint or temperature recomputes what it answered."""
-    neutral = set(getattr(type(model), "run_neutral_args", ()))
-    return {"model": model.name, "args": {k: v for k, v in model.args.items() if k not in neutral}}
-
-
-class BuildStore:
-    """The ledger in OUT (or in `store_dir`: `lvu build filter` keeps its decisions beside the runs,
-    in the results folder) plus OUT/build.json."""
-
-    def __init__(self, out: str | Path, store_dir: str | Path | None = None) -> None:
-        self.out = Path(out)
-        self.ledger = JobLedger(self.out if store_dir is None else store_dir)
-
-    def close(self) -> None:
-        self.ledger.close()
-
-    def job(self, pipeline: str, stage: str, *, create: bool) -> str:
-        spec = {"pipeline": pipeline, "stage": stage}
-        return self.ledger.open_job(JOB_KIND, spec, "") if create else job_id(JOB_KIND, spec, "")
-
-    def entries(self, job: str, keys: Sequence[str] | None = None) -> dict[str, Entry]:
-        """The job's committed items (only those under `keys` when given: a store shared by many
-        builds, like a results folder, is not read whole)."""
-        if keys is None:
-            return {e.key: e for e in self.ledger.entries(job)}
-        return {e.key: e for e in self.ledger.entries_for(job, keys)}
-
-    def write_config(self, config: dict[str, Any]) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        path = self.out / CONFIG_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(config, indent=1, default=str) + "\n")
-        os.replace(tmp, path)
-
-    def read_config(self) -> dict[str, Any]:
-        return read_config(self.out)
-
-
-def read_config(out: str | Path) -> dict[str, Any]:
-    path = Path(out) / CONFIG_FILE
-    if not path.is_file():
-        raise LvuError(f"{out}: not a build folder (no {CONFIG_FILE}) — pass the -o folder of an `lvu build` command")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise LvuError(f"{path}: unreadable ({e}) — re-run the build command to rewrite it") from None
 
 
 @dataclass
@@ -198,13 +143,21 @@ def _upstream_state(stage: Stage, video: str, outputs: dict[str, dict[str, Any]]
 async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video], store: BuildStore, *,
                   identities: dict[str, dict[str, Any]], models: dict[str, Any] | None = None,
                   concurrency: int = 4, show_progress: bool = True, stop: asyncio.Event | None = None,
-                  note: Callable[[str], None] | None = None, fresh: bool = False) -> BuildState:
+                  note: Callable[[str], None] | None = None, fresh: bool = False,
+                  before_work: Callable[[], Awaitable[None]] | None = None, executor: Any = "local") -> BuildState:
     """Run the units not yet committed (`models`: role -> Model), or only replan (`models=None`).
     `identities`: role -> model_key of the model (stored with the build, so status needs no model).
-    `fresh`: run every planned unit again (their new outcomes replace the stored ones)."""
+    `fresh`: run every planned unit again (their new outcomes replace the stored ones).
+    `before_work`: awaited once, before the first unit runs (the models' preflight: a build with
+    nothing left to do never needs the endpoint).
+    `executor`: "local", or a started lvu.construct.ray_units.RayUnits (`run_build(executor="ray")`
+    starts one); `models` then maps each role to its model's name (the models are on its actors)."""
     check_pipeline(stages)
     stop = stop or asyncio.Event()
-    recording = {role: RecordingModel(m) for role, m in (models or {}).items()}
+    if executor == "local":
+        recording = {role: RecordingModel(m) for role, m in (models or {}).items()}
+    else:
+        recording = dict(models or {})
     state = BuildState([], {}, {}, {}, {})
     by_id = {v.id: v for v in videos}
     by_output: dict[str, dict[str, str]] = {}
@@ -222,6 +175,7 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
             for role in roles:
                 if run and role not in recording:
                     raise LvuError(f"stage {stage.name} calls the {role} model — pass --{role} MODEL")
+            stage.out = store.out
             job = store.job(pipeline, stage.name, create=run)
             vstates, notes, views = {}, {}, {}
             planned: list[tuple[Unit, str, int]] = []
@@ -245,13 +199,20 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
                     planned.append((unit, key, vi * 100_000 + ui))
                     views[video.id].append(UnitView(unit, key, None))
             entries = store.entries(job, [k for _, k, _ in planned])
+            for unit, key, _ in planned:  # a done unit whose product is gone runs again (Stage.still_valid)
+                if key in entries and entries[key].error is None and \
+                        not stage.still_valid(unit, (entries[key].result or {}).get("output")):
+                    del entries[key]
             done_before = 0 if fresh else sum(1 for _, k, _ in planned if k in entries and entries[k].error is None)
             todo = [p for p in planned if fresh or p[1] not in entries or entries[p[1]].error is not None]
             status.reused = done_before
+            if run and todo and before_work is not None:
+                await before_work()
+                before_work = None
             if run and todo:
                 try:
                     await _run_stage(stage, todo, by_id, entries, store, job, recording, mkey, concurrency, stop,
-                                     progress, done_before, len(planned), status, say)
+                                     progress, done_before, len(planned), status, say, executor)
                 except BuildStopped as e:  # committed work is kept; the later stages only replan
                     state.stopped = str(e)
                     stop.set()
@@ -274,7 +235,7 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
                      entries: dict[str, Entry], store: BuildStore,
                      job: str, recording: dict[str, RecordingModel], mkey: dict[str, Any] | None, concurrency: int,
                      stop: asyncio.Event, progress: LoggedProgress, done_before: int, total: int,
-                     status: StageStatus, say: Callable[[str], None]) -> None:
+                     status: StageStatus, say: Callable[[str], None], executor: Any = "local") -> None:
     task = progress.add_task(stage.name, total=total, completed=done_before, failed=0)
     failed = unreachable = in_a_row = 0
     if done_before:
@@ -290,9 +251,9 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
         raw = next((c.reply for c in reversed(outcome.calls) if c.reply is not None), None)
         store.ledger.commit(job, key, ordinal=ordinal, result=record, raw=raw, error=outcome.error,
                             started=outcome.started)
-        # as a re-read would give it back (JSON: tuples become lists), without reading it back
-        entries[key] = Entry(key, ordinal, json.loads(json.dumps(record, default=str)), raw, outcome.error,
-                             outcome.started, time.time())
+        # as a re-read gives it back (JSON, keys sorted: tuples become lists), without reading it back
+        stored = json.loads(json.dumps(record, sort_keys=True, default=str))
+        entries[key] = Entry(key, ordinal, stored, raw, outcome.error, outcome.started, time.time())
         status.ran += 1
         status.ran_calls += len(outcome.calls)
         failed += outcome.error is not None
@@ -307,6 +268,9 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
                             f"({outcome.error}) — check the endpoint, then run the same command to resume")
         return None
 
+    if executor != "local":  # the units run on Ray; planning and `commit` stay here (lvu.construct.ray_units)
+        await executor.run_stage(stage, todo, videos, commit, concurrency=concurrency, stop=stop, note=say)
+        return
     limit = min(concurrency, stage.max_concurrency or concurrency)
     await run_each(todo, work, commit, concurrency=max(1, limit), stop=stop, note=say, what=stage.unit,
                    where=f"in {stage.name}")
@@ -358,28 +322,20 @@ def _count(status: StageStatus, planned: list[tuple[Unit, str, int]], entries: d
 
 # ---- a whole build: videos in, models loaded, stages run, product exported -------------------------
 
-def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """role -> (model name, args) as instances; roles naming the same model share one instance."""
-    from lvu.models.probes import build_model
-
-    made: dict[str, Any] = {}
-    out = {}
-    for role, (name, args) in specs.items():
-        key = json.dumps([name, args], sort_keys=True, default=str)
-        if key not in made:
-            made[key] = build_model(name, dict(args))
-        out[role] = made[key]
-    return out
-
-
 async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                     models: dict[str, tuple[str, dict[str, Any]]], *, concurrency: int = 4, show_progress: bool = True,
-                    note: Callable[[str], None] | None = None) -> tuple[BuildState, dict[str, Any]]:
+                    note: Callable[[str], None] | None = None, executor: str = "local", ray_address: str | None = None,
+                    ray_args: dict[str, Any] | None = None) -> tuple[BuildState, dict[str, Any]]:
     """Run `pipeline` over its items (`videos`) into `out`, resuming what is there; then export.
     `models`: role -> (name, args) for the roles its stages call (a role the build does not name
-    uses its `model_fallbacks` role's model). One build per folder at a time (`BuildInProgress`)."""
+    uses its `model_fallbacks` role's model). One build per folder at a time (`BuildInProgress`).
+    `executor="ray"`: the units run on the Ray cluster at `ray_address` (else $RAY_ADDRESS, else a
+    local Ray; `ray_args`: the run executor's settings, e.g. num_gpus), committed here to the same
+    store with the same outputs (lvu.construct.ray_units; docs/build.md, "Scale-out")."""
     if concurrency < 1:
         raise LvuError(f"--concurrency {concurrency}: must be at least 1")
+    if executor not in ("local", "ray"):
+        raise LvuError(f"--executor {executor!r} is unknown — use local or ray")
     pipeline.check()
     needed = pipeline.roles()
     models = {**{r: models[f] for r, f in pipeline.model_fallbacks.items() if r not in models and f in models}, **models}
@@ -387,19 +343,22 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
     if missing:
         raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
     with build_lock(out):
+        if executor == "ray":
+            return await _run_build_on_ray(pipeline, videos, out, {r: models[r] for r in needed}, concurrency=concurrency,
+                                          show_progress=show_progress, note=note, address=ray_address, ray_args=ray_args)
         loaded = load_models({r: models[r] for r in needed})
         store = BuildStore(out)
         try:
             identities = {role: model_key(m) for role, m in loaded.items()}
-            store.write_config({"pipeline": pipeline.name, "class": pipeline_reference(type(pipeline)),
-                                "options": pipeline.options,
-                                "models": {r: {"key": identities[r], "identity": loaded[r].identity} for r in loaded},
-                                "videos": [{"id": v.id, "path": v.path, **({"data": v.data} if v.data else {})}
-                                           for v in videos]})
-            for model in {id(m): m for m in loaded.values()}.values():
-                await model.preflight()
+            store.write_config(build_config(pipeline, loaded, videos))
+
+            async def preflight() -> None:
+                for model in {id(m): m for m in loaded.values()}.values():
+                    await model.preflight()
+
             state = await execute(pipeline.name, pipeline.stages(), videos, store, identities=identities,
-                                  models=loaded, concurrency=concurrency, show_progress=show_progress, note=note)
+                                  models=loaded, concurrency=concurrency, show_progress=show_progress, note=note,
+                                  before_work=preflight)
             if state.stopped:
                 raise BuildStopped(state.stopped)
             written = pipeline.export(state, list(videos), Path(out))
@@ -410,39 +369,44 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                 await model.close()
 
 
-class BuildStopped(LvuError):
-    """The build stopped early (failed units in a row, an unreachable endpoint); what it committed is kept."""
+async def _run_build_on_ray(pipeline: Pipeline, items: Sequence[Item], out: str | Path,
+                           specs: dict[str, tuple[str, dict[str, Any]]], *, concurrency: int, show_progress: bool,
+                           note: Callable[[str], None] | None, address: str | None,
+                           ray_args: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """lvu.construct.runner.run_build's body for `executor="ray"` (called under the build lock):
+    join or start Ray, start the unit actors, then the local build's steps with the units on Ray."""
+    from lvu.construct.ray_units import RayUnits, ray_options
+    from lvu.models import load_all
+    from lvu.models.base import MODELS
+    from lvu.runs.ray_executor import _connect, _import_ray
 
-
-class BuildInProgress(LvuError):
-    """Another process is building into this folder now."""
-
-
-@contextmanager
-def build_lock(out: str | Path, lock_dir: str | Path | None = None) -> Iterator[None]:
-    """Hold OUT's build lock, or raise BuildInProgress naming the process that holds it. Every
-    `lvu build` command takes it. The lock file is OUT/locks/build.lock, or, for a command whose
-    store lives elsewhere (`lvu build filter`: the results folder, so a killed filter leaves OUT
-    untouched), `lock_dir`/locks/build-<hash of OUT's path>.lock. flock: kill -9 never leaves it stale."""
-    from lvu.runs.run_lock import RunInProgress, RunLocks
-
-    folder = Path(out).expanduser()
-    where = folder if lock_dir is None else Path(lock_dir).expanduser()
-    name = "build" if lock_dir is None else "build-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    options = ray_options(ray_args)
+    ray = _import_ray()
+    load_all()
+    shipped = {role: (name, MODELS.get(name), dict(args)) for role, (name, args) in specs.items()}  # unknown: one line
+    started_ray = _connect(ray, address, options)
+    units = RayUnits(ray, options)
+    store: BuildStore | None = None
     try:
-        where.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LvuError(f"{where}: cannot create the folder ({e.strerror}) — pass a writable folder") from None
-    locks = RunLocks(where)
-    try:
-        locks.acquire(name, busy=f"build {folder} is in progress ({{owner}}) — wait for it to finish, or build "
-                                 "into another -o folder")
-    except RunInProgress as e:
-        raise BuildInProgress(str(e)) from None
-    try:
-        yield
+        await units.start(shipped)
+        store = BuildStore(out)
+        config = build_config(pipeline, {}, items)
+        config["models"] = units.models
+        config["executor"] = units.describe()
+        store.write_config(config)
+        identities = {role: m["key"] for role, m in units.models.items()}
+        state = await execute(pipeline.name, pipeline.stages(), items, store, identities=identities,
+                              models={role: name for role, (name, _) in specs.items()}, concurrency=concurrency,
+                              show_progress=show_progress, note=note, before_work=units.preflight, executor=units)
+        if state.stopped:
+            raise BuildStopped(state.stopped)
+        return state, pipeline.export(state, list(items), Path(out))
     finally:
-        locks.release_all()
+        if store is not None:
+            store.close()
+        await units.close()
+        if started_ray:
+            ray.shutdown()
 
 
 def open_build(out: str | Path) -> tuple[Any, list[Item], BuildState]:
@@ -452,7 +416,7 @@ def open_build(out: str | Path) -> tuple[Any, list[Item], BuildState]:
     pipeline = load_pipeline_class(ref)(config.get("options") or {})
     videos = [Item(v["id"], v["path"], v.get("data") or {}) for v in config.get("videos", [])]
     identities = {r: m.get("key") for r, m in (config.get("models") or {}).items()}
-    store = BuildStore(out)
+    store = BuildStore(out, config.get("store"))
     try:
         state = asyncio.run(execute(pipeline.name, pipeline.stages(), videos, store, identities=identities))
     finally:

@@ -133,6 +133,34 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
+def num_replicas(ray: Any, options: RayOptions) -> int:
+    """Model replicas to start: `num_replicas`, else one per `num_gpus` GPUs of the cluster (1 when
+    num_gpus is 0). Also used by `lvu build --executor ray` (lvu.construct.ray_units)."""
+    if options.num_replicas is not None:
+        return options.num_replicas
+    if options.num_gpus <= 0:
+        return 1
+    gpus = ray.cluster_resources().get("GPU", 0)
+    if gpus < options.num_gpus:
+        raise LvuError(f"--ray-arg num_gpus={options.num_gpus:g}: the Ray cluster has {gpus:g} GPU(s) — "
+                       "set num_gpus=0 for API/CPU models, or num_replicas=N to wait for an autoscaler")
+    return int(gpus // options.num_gpus)
+
+
+def decode_tasks(ray: Any, options: RayOptions, replicas: int, what: str = "decoding") -> int:
+    """CPU tasks in flight at once: `decode_tasks`, else the CPUs the replicas leave free over
+    `decode_cpus` (at most 64); a one-line LvuError when they leave none."""
+    if options.decode_tasks is not None:
+        return options.decode_tasks
+    cpus = ray.cluster_resources().get("CPU", 0)
+    free = cpus - replicas * options.num_cpus
+    if options.decode_cpus > 0 and free < options.decode_cpus:
+        raise LvuError(f"the Ray cluster's {cpus:g} CPUs leave none for {what} after {replicas} "
+                       f"replica(s) × num_cpus={options.num_cpus:g} — lower num_cpus (e.g. --ray-arg num_cpus=0.5) "
+                       "or set decode_tasks=N")
+    return max(1, min(64, int(free // options.decode_cpus) if options.decode_cpus > 0 else 4))
+
+
 # ---- on the driver -------------------------------------------------------------------------------
 
 
@@ -245,15 +273,7 @@ class RayExecutor:
     # ---- replicas ---------------------------------------------------------------------------------
 
     def _num_replicas(self) -> int:
-        if self.options.num_replicas is not None:
-            return self.options.num_replicas
-        if self.options.num_gpus <= 0:
-            return 1
-        gpus = self.ray.cluster_resources().get("GPU", 0)
-        if gpus < self.options.num_gpus:
-            raise LvuError(f"--ray-arg num_gpus={self.options.num_gpus:g}: the Ray cluster has {gpus:g} GPU(s) — "
-                           "set num_gpus=0 for API/CPU models, or num_replicas=N to wait for an autoscaler")
-        return int(gpus // self.options.num_gpus)
+        return num_replicas(self.ray, self.options)
 
     async def _start_replicas(self, fresh: bool = False) -> tuple[dict[str, Any], int]:
         """Place and build every replica (`fresh`: their models read no response cache); the first
@@ -313,16 +333,7 @@ class RayExecutor:
         self.replicas = []
 
     def _decode_tasks(self) -> int:
-        opts = self.options
-        if opts.decode_tasks is not None:
-            return opts.decode_tasks
-        cpus = self.ray.cluster_resources().get("CPU", 0)
-        free = cpus - len(self.replicas) * opts.num_cpus
-        if opts.decode_cpus > 0 and free < opts.decode_cpus:
-            raise LvuError(f"the Ray cluster's {cpus:g} CPUs leave none for decoding after {len(self.replicas)} "
-                           f"replica(s) × num_cpus={opts.num_cpus:g} — lower num_cpus (e.g. --ray-arg num_cpus=0.5) "
-                           "or set decode_tasks=N")
-        return max(1, min(64, int(free // opts.decode_cpus) if opts.decode_cpus > 0 else 4))
+        return decode_tasks(self.ray, self.options, len(self.replicas))
 
     def _describe_cluster(self) -> dict[str, Any]:
         """Stored with the run's environment: how it was executed."""

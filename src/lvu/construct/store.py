@@ -1,0 +1,142 @@
+"""The build store and a build folder's other fixed parts (lvu.construct.runner runs builds on them):
+
+- `BuildStore`: the keyed ledger (lvu.runs.ledger.JobLedger) in OUT — or elsewhere, for `lvu build
+  filter`, which keeps its decisions in the results folder — plus OUT/build.json;
+- build.json (`build_config`, `read_config`): the pipeline's class and options, each role's model
+  (its key and identity), the items, so `lvu build status / show` need no model and no inputs;
+- the build lock (`build_lock`): one builder per output folder;
+- models by role (`load_models`) and the part of a model that enters unit keys (`model_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lvu.construct.pipeline import Item, Pipeline, pipeline_reference
+from lvu.errors import LvuError
+from lvu.runs.ledger import Entry, JobLedger, job_id
+
+JOB_KIND = "build"
+CONFIG_FILE = "build.json"
+
+
+def model_key(model: Any) -> dict[str, Any]:
+    """What a unit's key holds of its model: the name and the arguments that can change answers,
+    as a run's spec does (lvu.runs.engine.resolve_spec) — more retries or another SDK version
+    recompute nothing; another model, endpoint or temperature recomputes what it answered."""
+    neutral = set(getattr(type(model), "run_neutral_args", ()))
+    return {"model": model.name, "args": {k: v for k, v in model.args.items() if k not in neutral}}
+
+
+class BuildStore:
+    """The ledger in OUT (or in `store_dir`: `lvu build filter` keeps its decisions beside the runs,
+    in the results folder) plus OUT/build.json."""
+
+    def __init__(self, out: str | Path, store_dir: str | Path | None = None) -> None:
+        self.out = Path(out)
+        self.ledger = JobLedger(self.out if store_dir is None else store_dir)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def job(self, pipeline: str, stage: str, *, create: bool) -> str:
+        spec = {"pipeline": pipeline, "stage": stage}
+        return self.ledger.open_job(JOB_KIND, spec, "") if create else job_id(JOB_KIND, spec, "")
+
+    def entries(self, job: str, keys: Sequence[str] | None = None) -> dict[str, Entry]:
+        """The job's committed items (only those under `keys` when given: a store shared by many
+        builds, like a results folder, is not read whole)."""
+        if keys is None:
+            return {e.key: e for e in self.ledger.entries(job)}
+        return {e.key: e for e in self.ledger.entries_for(job, keys)}
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        self.write_config_to(self.out, config)
+
+    @staticmethod
+    def write_config_to(out: str | Path, config: dict[str, Any]) -> None:
+        """OUT/build.json, atomically."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / CONFIG_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config, indent=1, default=str) + "\n")
+        os.replace(tmp, path)
+
+    def read_config(self) -> dict[str, Any]:
+        return read_config(self.out)
+
+
+def read_config(out: str | Path) -> dict[str, Any]:
+    path = Path(out) / CONFIG_FILE
+    if not path.is_file():
+        raise LvuError(f"{out}: not a build folder (no {CONFIG_FILE}) — pass the -o folder of an `lvu build` command")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise LvuError(f"{path}: unreadable ({e}) — re-run the build command to rewrite it") from None
+
+
+def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """role -> (model name, args) as instances; roles naming the same model share one instance."""
+    from lvu.models.probes import build_model
+
+    made: dict[str, Any] = {}
+    out = {}
+    for role, (name, args) in specs.items():
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        if key not in made:
+            made[key] = build_model(name, dict(args))
+        out[role] = made[key]
+    return out
+
+
+def build_config(pipeline: Pipeline, models: dict[str, Any], items: Sequence[Item],
+                 store_dir: str | Path | None = None) -> dict[str, Any]:
+    """What OUT/build.json holds: the pipeline (name, class, options), each role's model (its key
+    and identity), the items (with their data) and, when the ledger lives elsewhere, where."""
+    return {"pipeline": pipeline.name, "class": pipeline_reference(type(pipeline)), "options": pipeline.options,
+            "models": {r: {"key": model_key(m), "identity": m.identity} for r, m in models.items()},
+            "videos": [{"id": v.id, "path": v.path, **({"data": v.data} if v.data else {})} for v in items],
+            **({"store": str(Path(store_dir).resolve())} if store_dir is not None else {})}
+
+
+class BuildStopped(LvuError):
+    """The build stopped early (failed units in a row, an unreachable endpoint); what it committed is kept."""
+
+
+class BuildInProgress(LvuError):
+    """Another process is building into this folder now."""
+
+
+@contextmanager
+def build_lock(out: str | Path, lock_dir: str | Path | None = None) -> Iterator[None]:
+    """Hold OUT's build lock, or raise BuildInProgress naming the process that holds it. Every
+    `lvu build` command takes it. The lock file is OUT/locks/build.lock, or, for a command whose
+    store lives elsewhere (`lvu build filter`: the results folder, so a killed filter leaves OUT
+    untouched), `lock_dir`/locks/build-<hash of OUT's path>.lock. flock: kill -9 never leaves it stale."""
+    from lvu.runs.run_lock import RunInProgress, RunLocks
+
+    folder = Path(out).expanduser()
+    where = folder if lock_dir is None else Path(lock_dir).expanduser()
+    name = "build" if lock_dir is None else "build-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LvuError(f"{where}: cannot create the folder ({e.strerror}) — pass a writable folder") from None
+    locks = RunLocks(where)
+    try:
+        locks.acquire(name, busy=f"build {folder} is in progress ({{owner}}) — wait for it to finish, or build "
+                                 "into another -o folder")
+    except RunInProgress as e:
+        raise BuildInProgress(str(e)) from None
+    try:
+        yield
+    finally:
+        locks.release_all()
