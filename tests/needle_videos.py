@@ -105,3 +105,15 @@ def decoded(path: Path) -> tuple[list[str | int], np.ndarray | None, float]:
             return kinds, None, duration
         audio = np.concatenate([f.to_ndarray()[0] for f in c.decode(audio=0)])
     return kinds, audio, duration
+
+
+def needle_media(root: Path) -> dict[str, Path]:
+    """The needle tests' inputs under `root`: bg/street.mp4 (30 s barcode background with sound and
+    subtitles), needles/ with a clip, an image and a text needle."""
+    (root / "bg").mkdir()
+    (root / "needles").mkdir()
+    barcode_background(root / "bg" / "street.mp4")
+    clip_needle(root / "needles" / "making_jewelry.mp4")
+    image_needle(root / "needles" / "green_card.png")
+    (root / "needles" / "cedar.txt").write_text("CEDAR")
+    return {"bg": root / "bg", "needles": root / "needles", "root": root}

@@ -20,21 +20,14 @@ from lvu.construct.needles import NeedleSettings, find_backgrounds, plan_build
 from lvu.errors import LvuError
 from lvu.media.subtitles import load_cues
 from lvu.media.video import VideoReader
-from needle_videos import FPS, NOISE, RATE, barcode_background, clip_needle, decoded, image_needle, kind_of
+from needle_videos import FPS, NOISE, RATE, barcode_background, decoded, kind_of, needle_media
 
 N_BG = 300  # 30 s at 10 fps
 
 
 @pytest.fixture(scope="module")
 def media(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("needle-media")
-    (root / "bg").mkdir()
-    (root / "needles").mkdir()
-    barcode_background(root / "bg" / "street.mp4")
-    clip_needle(root / "needles" / "making_jewelry.mp4")
-    image_needle(root / "needles" / "green_card.png")
-    (root / "needles" / "cedar.txt").write_text("CEDAR")
-    return {"bg": root / "bg", "needles": root / "needles", "root": root}
+    return needle_media(tmp_path_factory.mktemp("needle-media"))
 
 
 def build(media: dict[str, Path], out: Path, **settings) -> tuple:

@@ -20,21 +20,14 @@ from typer.testing import CliRunner
 
 from golden._builds import video_digest
 from lvu.cli import app
-from needle_videos import barcode_background, clip_needle, image_needle
+from needle_videos import needle_media
 
 DEPTHS = "0,10,20,30,40,50,60,70,80,90,100"
 
 
 @pytest.fixture(scope="module")
 def media(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("needle-resume")
-    (root / "bg").mkdir()
-    (root / "needles").mkdir()
-    barcode_background(root / "bg" / "street.mp4")
-    clip_needle(root / "needles" / "making_jewelry.mp4")
-    image_needle(root / "needles" / "green_card.png")
-    (root / "needles" / "cedar.txt").write_text("CEDAR")
-    return {"bg": root / "bg", "needles": root / "needles", "root": root}
+    return needle_media(tmp_path_factory.mktemp("needle-resume"))
 
 
 def needle_argv(media: dict[str, Path], out: Path, *extra: str) -> list[str]:

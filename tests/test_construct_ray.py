@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_local import local_ray
 from typer.testing import CliRunner
 
 import build_toy  # registers the toy pipeline and `toy-llm`, here and (through PYTHONPATH) on the workers
@@ -34,21 +35,8 @@ RAY_ARGS = {"num_replicas": 2, "num_cpus": 0.5}
 def ray_instance(tmp_path_factory):
     """One local Ray for the module, as tests/test_ray_executor.py starts it: the workers import this
     directory's modules (build_toy, neptune_example) and share a fresh lvu cache dir with the driver."""
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "LVU_CACHE_DIR")}
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # no token file in the home directory
-    os.environ["LVU_CACHE_DIR"] = str(tmp_path_factory.mktemp("lvu-cache"))
-    paths = os.pathsep.join([str(HERE), *sys.path])
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
-             runtime_env={"env_vars": {"PYTHONPATH": paths}})
-    try:
+    with local_ray(ray, tmp_path_factory.mktemp("lvu-cache")):
         yield
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_local import local_ray
 
 from fakes import FakeBenchmark, FollowModel  # registers the fake benchmark and model, here and on the workers
 from lvu.benchmarks.base import register_benchmark
@@ -57,21 +58,8 @@ class CrashingDecoderBenchmark(FakeBenchmark):
 def ray_instance(tmp_path_factory):
     """One local Ray for the module. Its workers import this directory's modules (fakes, and this
     one for the crashing model) and share a fresh lvu cache dir with the driver."""
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "LVU_CACHE_DIR")}
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # no token file in the home directory
-    os.environ["LVU_CACHE_DIR"] = str(tmp_path_factory.mktemp("lvu-cache"))
-    paths = os.pathsep.join([str(HERE), *sys.path])
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
-             runtime_env={"env_vars": {"PYTHONPATH": paths}})
-    try:
+    with local_ray(ray, tmp_path_factory.mktemp("lvu-cache")):
         yield
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def stored(results_dir: Path, run_id: str) -> dict[str, dict]:

@@ -249,26 +249,14 @@ class RayUnits:
         return consume
 
     async def _still_alive(self, actor: _Actor) -> bool:
-        """After a call failed because the actor's process died: is it back (restarted by Ray)?"""
-        for _ in range(120):
-            try:
-                _, error = await actor.handle.info.remote()
-                return error is None
-            except self.ray.exceptions.ActorUnavailableError:
-                await asyncio.sleep(0.5)
-            except self.ray.exceptions.RayError:
-                return False
-        return False
+        from lvu.runs.ray_executor import back_after_restart
+
+        return await back_after_restart(self.ray, actor.handle)
 
     async def close(self) -> None:
-        live = [a.handle for a in self.actors if a.alive]
-        if live:
-            try:  # let backends close their clients; then free the cluster's resources either way
-                await asyncio.wait_for(asyncio.gather(*(h.close.remote() for h in live), return_exceptions=True), 30)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                pass
-        for actor in self.actors:
-            self.ray.kill(actor.handle)
+        from lvu.runs.ray_executor import stop_actors
+
+        await stop_actors(self.ray, [a.handle for a in self.actors if a.alive], [a.handle for a in self.actors])
         self.actors = []
 
 

@@ -310,26 +310,10 @@ class RayExecutor:
             raise LvuError(error)
 
     async def _still_alive(self, replica: _Replica) -> bool:
-        """After a call failed because the replica's process died: is it back (restarted by Ray)?"""
-        for _ in range(120):  # a restart that stays "unavailable" for a minute counts as dead
-            try:
-                _, _, error = await replica.actor.info.remote()
-                return error is None
-            except self.ray.exceptions.ActorUnavailableError:
-                await asyncio.sleep(0.5)
-            except self.ray.exceptions.RayError:
-                return False
-        return False
+        return await back_after_restart(self.ray, replica.actor)
 
     async def _stop_replicas(self) -> None:
-        live = [r.actor for r in self.replicas if r.alive]
-        if live:
-            try:  # let backends close their clients; then free the cluster's resources either way
-                await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in live), return_exceptions=True), 30)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                pass
-        for replica in self.replicas:
-            self.ray.kill(replica.actor)
+        await stop_actors(self.ray, [r.actor for r in self.replicas if r.alive], [r.actor for r in self.replicas])
         self.replicas = []
 
     def _decode_tasks(self) -> int:
@@ -482,3 +466,29 @@ def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = 
         store.close()
         if started_ray:
             ray.shutdown()
+
+
+async def back_after_restart(ray: Any, actor: Any) -> bool:
+    """After a call failed because an actor's process died: is it back (restarted by Ray)? Its
+    `info()` answers with its error last (None: ready). A restart that stays "unavailable" for a
+    minute counts as dead."""
+    for _ in range(120):
+        try:
+            return (await actor.info.remote())[-1] is None
+        except ray.exceptions.ActorUnavailableError:
+            await asyncio.sleep(0.5)
+        except ray.exceptions.RayError:
+            return False
+    return False
+
+
+async def stop_actors(ray: Any, live: list[Any], every: list[Any]) -> None:
+    """Let the `live` actors close their backends' clients (30 s at most), then kill `every` one,
+    freeing the cluster's resources either way."""
+    if live:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in live), return_exceptions=True), 30)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            pass
+    for actor in every:
+        ray.kill(actor)
