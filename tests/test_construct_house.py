@@ -176,3 +176,21 @@ def test_build_run_neptune_writes_what_the_shortcut_writes(tmp_path, monkeypatch
     assert "skipped (2):" in run.output and "presenter at neptune.shots: dropped by the talking_head filter" in run.output
     for name in ("neptune_full.json", "removed.json", "benchmark.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_a_build_into_another_pipelines_folder_is_refused_and_changes_nothing(titled, tmp_path):
+    work, env = titled
+    out = work / "nep"
+    out.mkdir()
+    (out / "build.json").write_text('{"pipeline": "neptune"}\n')
+    (out / "kept.jsonl").write_text("the neptune build's file\n")
+    run = lvu("build", "run", "titles:Titles", "videos", "-o", "nep", "--model", "llm=openai", cwd=work, env=env)
+    assert run.returncode == 2 and "nep holds a neptune build (build.json)" in run.stderr.replace("\n", "")
+    data = work / "q.jsonl"
+    data.write_text('{"id": "a", "video": "videos/harbor.mp4", "question": "Q?", "options": ["x", "y"], "answer": 0}\n')
+    filt = lvu("build", "filter", "q.jsonl", "--rule", "text-only", "-m", "random", "-o", "nep", cwd=work,
+               env={**env, "LVU_RESULTS_DIR": str(tmp_path / "results")})
+    assert filt.returncode == 2 and "holds a neptune build" in filt.stderr.replace("\n", "")
+    assert (out / "build.json").read_text() == '{"pipeline": "neptune"}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["build.json", "kept.jsonl"]
+    assert (out / "kept.jsonl").read_text() == "the neptune build's file\n"

@@ -88,13 +88,14 @@ def filter_command(
     """
     from lvu.construct.filter_files import source_benchmark
     from lvu.construct.filtering import FilterSettings
-    from lvu.construct.store import build_lock
+    from lvu.construct.store import build_lock, refuse_other_build
 
     check_limit(limit)
     if concurrency < 1:
         raise LvuError(f"--concurrency {concurrency} is not a positive number of questions — e.g. --concurrency 8")
     settings = FilterSettings(rule=rule, seeds=seeds, threshold=threshold, seed_base=seed_base, asr=asr)
     settings.check(len(model))
+    refuse_other_build(out, "blind-filter")  # before any call: OUT is another build's folder
     bench_settings = {**({"data": str(data)} if data else {}), **({"video_dir": str(video_dir)} if video_dir else {}),
                       **parse_kv(setting, "--set")}
     bench = source_benchmark(source, bench_settings)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lvu.construct.store import (JOB_KIND, BuildStopped, BuildStore, build_config, build_lock,
-                                 load_models, model_key, read_config)
+                                 load_models, model_key, read_config, refuse_other_build)
 from lvu.construct.pipeline import (BUILTIN_PIPELINES, Item, Outcome, Pipeline, RecordingModel, Skip, Stage, Unit, Video,
                                     check_pipeline, find_videos, load_pipeline_class, pipeline_class, run_unit)
 from lvu.errors import LvuError
@@ -342,6 +342,7 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
     missing = sorted(needed - set(models))
     if missing:
         raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
+    refuse_other_build(out, pipeline.name)
     with build_lock(out):
         if executor == "ray":
             return await _run_build_on_ray(pipeline, videos, out, {r: models[r] for r in needed}, concurrency=concurrency,

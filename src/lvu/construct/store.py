@@ -61,8 +61,9 @@ class BuildStore:
 
     @staticmethod
     def write_config_to(out: str | Path, config: dict[str, Any]) -> None:
-        """OUT/build.json, atomically."""
+        """OUT/build.json, atomically; never over another pipeline's build (refuse_other_build)."""
         out = Path(out)
+        refuse_other_build(out, config["pipeline"])
         out.mkdir(parents=True, exist_ok=True)
         path = out / CONFIG_FILE
         tmp = path.with_suffix(".tmp")
@@ -71,6 +72,21 @@ class BuildStore:
 
     def read_config(self) -> dict[str, Any]:
         return read_config(self.out)
+
+
+def refuse_other_build(out: str | Path, pipeline: str) -> None:
+    """A one-line LvuError when OUT already holds another pipeline's build: building into it would
+    overwrite that build's build.json and files. The same pipeline resumes (or redoes) its own."""
+    path = Path(out) / CONFIG_FILE
+    if not path.is_file():
+        return
+    try:
+        other = json.loads(path.read_text()).get("pipeline")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        other = "an unreadable"
+    if other != pipeline:
+        raise LvuError(f"{out} holds {'a ' + str(other) if other != 'an unreadable' else other} build ({CONFIG_FILE}) "
+                       f"— build {pipeline} into another -o folder; nothing was changed")
 
 
 def read_config(out: str | Path) -> dict[str, Any]:
