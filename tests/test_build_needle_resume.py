@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from golden._builds import video_digest
 from lvu.cli import app
+from lvu.errors import LvuError
 from needle_videos import needle_media
 
 DEPTHS = "0,10,20,30,40,50,60,70,80,90,100"
@@ -135,3 +136,17 @@ def test_the_ladder_resumes_from_its_store(full, tmp_path):
     cut.unlink()
     assert "pending: 1 unit(s)" in lvu("build", "status", str(out))
     assert lvu(*argv) == first and product(out) == before
+
+
+def test_a_needle_build_of_another_task_into_the_same_folder_is_refused(media, tmp_path):
+    """#27: `lvu build needle --task count -o niah` over an NQA build deleted its videos without a word."""
+    out = tmp_path / "niah"
+    lvu(*needle_argv(media, out, "--depths", "50"))
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".sqlite" and
+             p.parent.name != "locks" and not p.name.startswith("lvu.sqlite")}
+    result = CliRunner().invoke(app, needle_argv(media, out, "--task", "count", "--depths", "50"))
+    assert isinstance(result.exception, LvuError) and "option task: 'nqa' -> 'count'" in str(result.exception)
+    assert {p: p.read_bytes() for p in files} == files
+    replaced = lvu(*needle_argv(media, out, "--task", "count", "--depths", "50", "--replace"))
+    assert "--replace: rebuilding" in replaced and "option task: 'nqa' -> 'count'" in replaced
+    assert all(json.loads(line)["labels"]["task"] == "count" for line in (out / "needle.jsonl").read_text().splitlines())

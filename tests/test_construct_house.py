@@ -194,3 +194,70 @@ def test_a_build_into_another_pipelines_folder_is_refused_and_changes_nothing(ti
     assert (out / "build.json").read_text() == '{"pipeline": "neptune"}\n'
     assert sorted(p.name for p in out.iterdir()) == ["build.json", "kept.jsonl"]
     assert (out / "kept.jsonl").read_text() == "the neptune build's file\n"
+
+
+def test_an_installed_pipeline_is_found_by_its_entry_point_name(titled, tmp_path):
+    """docs/plugins.md's `lvu.pipelines` group: the docs' titles.py declared as an entry point."""
+    work, env = titled
+    info = tmp_path / "site" / "my_project-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-project\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[lvu.pipelines]\ntitles = titles:Titles\n")
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(work)])}
+    listed = lvu("build", "list", "titles", cwd=tmp_path, env=env)
+    assert listed.returncode == 0 and "most words in a title" in listed.stdout, listed.stdout + listed.stderr
+    unknown = lvu("build", "list", "titels", cwd=tmp_path, env=env)
+    assert unknown.returncode == 2 and "Did you mean 'titles'?" in unknown.stderr
+    assert all(name in unknown.stderr for name in ("neptune", "blind-filter", "needle", "ladder", "titles"))
+
+
+def _titles(work: Path, env: dict, server: FakeOpenAIServer, videos: str, *extra: str) -> subprocess.CompletedProcess:
+    return lvu("build", "run", "titles:Titles", videos, "-o", "titled", "--model", "llm=openai", "-a", "llm.model=fake",
+               "-a", f"llm.base_url={server.base_url}", "-a", "llm.cache=false", "-q", *extra, cwd=work, env=env)
+
+
+def test_a_build_of_other_inputs_or_settings_is_refused_unless_replace(titled):
+    """#27: a re-run into an existing -o with other videos or options silently replaced the earlier
+    build; now it is refused with what differs, --replace rebuilds and says so, more videos resume."""
+    work, env = titled
+    (work / "two").mkdir()
+    for name in ("harbor", "valley"):
+        (work / "two" / f"{name}.mp4").symlink_to(work / "videos" / f"{name}.mp4")
+    with FakeOpenAIServer(answer=title_reply) as server:
+        assert _titles(work, env, server, "two").returncode == 0
+        files = {p: p.read_bytes() for p in (work / "titled").rglob("*")
+                 if p.is_file() and "sqlite" not in p.name and p.parent.name != "locks"}
+        (work / "one").mkdir()
+        (work / "one" / "harbor.mp4").symlink_to(work / "videos" / "harbor.mp4")
+        for videos, extra, change in (("one", (), "1 item(s) no longer built: valley"),
+                                      ("two", ("--opt", "words=5"), "option words: 6 -> 5")):
+            refused = _titles(work, env, server, videos, *extra)
+            assert refused.returncode == 2 and change in refused.stderr and "--replace" in refused.stderr, refused.stderr
+            assert refused.stderr.count("error:") == 1 and "Traceback" not in refused.stderr
+        assert {p: p.read_bytes() for p in files} == files and server.n_requests == 2
+        grown = _titles(work, env, server, "videos")  # more videos: the same build, resumed
+        assert grown.returncode == 0 and server.n_requests == 2  # intro (1 s) is skipped, nothing asked again
+        replaced = _titles(work, env, server, "one", "--replace")
+        assert replaced.returncode == 0 and "--replace: rebuilding titled" in replaced.stdout
+        assert "2 item(s) no longer built: intro, valley" in replaced.stdout
+    assert (work / "titled" / "titles.tsv").read_text() == "harbor\tHARBOR AT DUSK\n"
+
+
+def test_neptune_export_keeps_inputs_and_drops_what_is_no_longer_built(tmp_path):
+    from lvu.construct.neptune_export import _link, _remove_stale
+
+    out = tmp_path / "nep"
+    (out / "videos").mkdir(parents=True)
+    (out / "asr").mkdir()
+    own = out / "videos" / "own.mp4"  # an input video kept in OUT/videos
+    own.write_bytes(b"input")
+    old = tmp_path / "old.mp4"
+    old.write_bytes(b"old")
+    (out / "videos" / "old.mp4").symlink_to(old)
+    (out / "asr" / "old.srt").write_text("")
+    (out / "asr" / "own.srt").write_text("")
+    _link(str(own), own)  # the link target is the input itself: left alone
+    assert own.read_bytes() == b"input" and not own.is_symlink()
+    _remove_stale(out, {"own.mp4"}, {"own"})
+    assert sorted(p.name for p in (out / "videos").iterdir()) == ["own.mp4"] and old.read_bytes() == b"old"
+    assert sorted(p.name for p in (out / "asr").iterdir()) == ["own.srt"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -45,7 +46,8 @@ def titled_blocks(text: str) -> dict[str, tuple[str, str]]:
 def lvu_commands(text: str) -> list[list[str]]:
     """The `lvu ...` lines of the ```bash blocks, as argument lists."""
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-    return [line.split()[1:] for block in blocks for line in block.splitlines() if line.startswith("lvu ")]
+    return [shlex.split(line, comments=True)[1:] for block in blocks for line in block.splitlines()
+            if line.startswith("lvu ")]
 
 
 def write_dist_info(site: Path, name: str, entry_points: str) -> None:
@@ -81,6 +83,7 @@ def test_plugins_page_runs_as_written(tmp_path, env):
 
     # Installing the package of the entry-points section: its declared entry points, the modules importable.
     local, installed = text.split("## Installed plugins")
+    installed, construction = installed.split("## Build pipelines")  # its package is a sketch (my_pkg)
     toml = tomllib.loads(re.search(r"```toml\n(.*?)```", installed, flags=re.S).group(1))
     declared = toml["project"]["entry-points"]
     write_dist_info(tmp_path / "site", "my-project", "".join(

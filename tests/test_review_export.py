@@ -5,8 +5,11 @@ with the modality labels the MMH builder reads; and the `lvu review` commands ar
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +18,7 @@ from lvu.benchmarks.jsonl import read_samples  # noqa: E402
 from lvu.benchmarks.neptune_release import load_release  # noqa: E402
 from lvu.construct.neptune_export import mcq_options  # noqa: E402
 from lvu.construct.review_labels import mmh_candidates, rater_modality  # noqa: E402
+from lvu.errors import LvuError  # noqa: E402
 from lvu.web.review_export import export  # noqa: E402
 from review_toy import QUESTIONS, accept, build, open_review, reject  # noqa: E402
 
@@ -157,3 +161,122 @@ def test_lvu_build_subsets_reads_the_raters_modality(decided, toy, tmp_path):
     assert "(1 audio-only dropped)" in done.stdout
     mmh = json.loads((tmp_path / "final" / "neptune_mmh.json").read_text())
     assert {r["key"] for r in mmh} <= {"clip/1"}
+
+
+# ---- #27: nothing outside FINAL, never the review's own input ----------------------------------
+
+
+@pytest.mark.parametrize("hostile", ["../../victim/target", "/tmp/lvu-victim-abs", ".bashrc", "..", ""])
+def test_a_video_id_from_the_data_never_names_a_file_outside_final(hostile, tmp_path):
+    home = tmp_path / "home"
+    (home / "victim").mkdir(parents=True)
+    target = home / "victim" / "target.srt"
+    target.write_text("precious")
+    toy = build(tmp_path / "q", extra_rows=[{"id": "evil", "video": "videos/clip.mp4", "subtitles": "asr/clip.srt",
+                                              "question": "Q?", "options": ["a", "b", "c", "d"], "answer": 0,
+                                              "extra": {"video_id": hostile}}])
+    review = open_review(toy.data, tmp_path / "r.sqlite", ["alice"], [], per_question=1)
+    assert review.post("alice", 4, accept(decoys=[0, 1, 2])).status_code == 200
+    final = home / "a" / "final"
+    def files():
+        return sorted(p for folder in (home, toy.data) for p in folder.rglob("*"))
+    before = files()
+    if hostile == "":  # no id: the video's own name is used
+        export(review.source, review.store, final)
+        assert (final / "asr" / "clip.srt").is_symlink()
+        return
+    with pytest.raises(LvuError, match=r"question evil \(extra.video_id\).*cannot name a file"):
+        export(review.source, review.store, final)
+    assert target.read_text() == "precious" and not target.is_symlink()
+    assert not Path("/tmp/lvu-victim-abs.srt").exists()
+    assert files() == before  # refused before anything was written: FINAL not even made
+
+
+def test_a_symlinked_folder_inside_final_is_not_followed(decided, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "clip.srt").write_text("mine")
+    export(decided.source, decided.store, tmp_path / "final")
+    shutil.rmtree(tmp_path / "final" / "asr")
+    (tmp_path / "final" / "asr").symlink_to(elsewhere)
+    with pytest.raises(LvuError, match="leads outside"):
+        export(decided.source, decided.store, tmp_path / "final")
+    assert (elsewhere / "clip.srt").read_text() == "mine" and not (elsewhere / "clip.srt").is_symlink()
+
+
+def test_export_onto_its_own_input_is_refused_and_changes_nothing(decided, toy, tmp_path):
+    files = {p: p.read_bytes() for p in toy.data.rglob("*") if p.is_file()}
+    for out in (toy.data, toy.data.parent):
+        done = _lvu("export", str(toy.data), "-o", str(out), "--db", str(decided.store.path))
+        assert done.returncode == 2 and "holds the review's own input" in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1
+    assert {p: p.read_bytes() for p in toy.data.rglob("*") if p.is_file()} == files
+    assert not any(p.is_symlink() for p in toy.data.rglob("*"))
+
+
+def test_export_rewrites_its_own_earlier_export_but_no_other_folder(decided, toy, tmp_path):
+    first = export(decided.source, decided.store, tmp_path / "final")
+    again = export(decided.source, decided.store, tmp_path / "final")  # more decisions may have come in
+    assert first == again
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "benchmark.jsonl").write_text("my own\n")
+    with pytest.raises(LvuError, match="not an export of a review"):
+        export(decided.source, decided.store, tmp_path / "mine")
+    assert (tmp_path / "mine" / "benchmark.jsonl").read_text() == "my own\n"
+    other = build(tmp_path / "other")
+    review = open_review(other.data, tmp_path / "o.sqlite", ["alice"], [], per_question=1)
+    with pytest.raises(LvuError, match="holds the export of another review"):
+        export(review.source, review.store, tmp_path / "final")
+
+
+# ---- #27: the decision log cannot be rewritten unnoticed -----------------------------------------
+
+
+def _sql(store, *statements):
+    conn = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        for sql in statements:
+            conn.execute(sql)
+    finally:
+        conn.close()
+
+
+def test_insert_or_replace_cannot_rewrite_a_saved_version(decided):
+    rows = len(decided.store.versions())
+    first = decided.store.versions()[0]
+    for verb in ("INSERT OR REPLACE INTO", "REPLACE INTO"):
+        for key in ("id", "sample_id, rater, round, version"):  # the same row id, or the same version key
+            values = "1, 'clip/1', 'alice', 1, 1" if key == "id" else "99, 'clip/1', 'alice', 1, 1"
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                _sql(decided.store, f"{verb} decisions (id, sample_id, rater, round, version, digest, status, "
+                                    f"decision, created) VALUES ({values}, 'd', 'rejected', '{{}}', 0)")
+    assert len(decided.store.versions()) == rows and decided.store.versions()[0] == first
+    assert decided.store.verify_log().broken is None
+
+
+@pytest.mark.parametrize("tamper", ["edit", "delete", "insert"])
+def test_a_rewritten_log_is_reported_by_export_and_stats(decided, toy, tmp_path, tamper):
+    db = str(decided.store.path)
+    done = _lvu("export", str(toy.data), "-o", str(tmp_path / "final"), "--db", db)
+    assert done.returncode == 0 and "decision log intact: 11 versions, hash chain verified" in done.stdout
+    drop = ["DROP TRIGGER decisions_no_update", "DROP TRIGGER decisions_no_delete", "DROP TRIGGER decisions_no_replace"]
+    change = {"edit": "UPDATE decisions SET status = 'rejected', decision = replace(decision, '\"accepted\"', "
+                      "'\"rejected\"') WHERE id = 1",
+              "delete": "DELETE FROM decisions WHERE id = 2",
+              "insert": "INSERT INTO decisions (id, sample_id, rater, round, version, digest, status, decision, "
+                        "created, chain) SELECT 100, sample_id, 'mallory', 1, 1, digest, status, decision, created, "
+                        "chain FROM decisions WHERE id = 3"}[tamper]
+    _sql(decided.store, *drop, change)
+    again = _lvu("export", str(toy.data), "-o", str(tmp_path / "final"), "--db", db)
+    assert again.returncode == 1 and "decision log BROKEN" in again.stdout, again.stdout + again.stderr
+    stats = _lvu("stats", str(toy.data), "--db", db)
+    assert "decision log BROKEN" in stats.stdout
+
+
+def test_rows_removed_from_the_end_are_noticed_by_the_next_export(decided, toy, tmp_path):
+    export(decided.source, decided.store, tmp_path / "final")
+    _sql(decided.store, "DROP TRIGGER decisions_no_delete", "DELETE FROM decisions WHERE id >= 10")
+    assert decided.store.verify_log().broken is None  # the chain alone cannot see a shorter tail
+    summary = export(decided.source, decided.store, tmp_path / "final")
+    assert "gone or changed" in summary["log"].broken
+    assert "gone or changed" in export(decided.source, decided.store, tmp_path / "final")["log"].broken  # still

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import console, err_console
+from lvu.cli_common import REPLACE_HELP, console, err_console
 from lvu.errors import LvuError
 
 
@@ -31,6 +31,7 @@ def needle_command(
     reencode: Annotated[bool, typer.Option("--reencode", help="Decode and re-encode every frame (never copy background packets).")] = False,
     exact_audio: Annotated[bool, typer.Option("--exact-audio", help="Re-encode all sound sample-exactly (default: copy the background's AAC packets between splice points, within half an AAC frame of the picture).")] = False,
     workers: Annotated[int, typer.Option(help="Videos made at once.")] = 2,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Insert needles (clips, images shown N seconds, or text) into background videos at chosen
     depths and lengths: an lvu JSONL benchmark for `lvu run -b jsonl --data OUT/needle.jsonl`.
@@ -53,7 +54,8 @@ def needle_command(
                    transient=True)
     with bar:
         todo = bar.add_task("", total=len(items))
-        result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo))
+        result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo),
+                               replace=replace)
     modes = ", ".join(f"{n} {m}" for m, n in sorted(result.modes.items()))
     total = sum(result.frames.values())
     copied = f", {100 * result.frames.get('copied', 0) / total:.0f}% of frames copied" if total else ""
@@ -72,6 +74,7 @@ def ladder_command(
     sources: Annotated[list[Path], typer.Argument(help="The MLVU release folder, or lvu JSONL files (e.g. `lvu build needle` outputs).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: ladder.jsonl, videos/.")],
     lengths: Annotated[str, typer.Option(help="Ladder lengths in seconds (MLVU: 180,360,600).")] = "180,360,600",
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """MLVU's Time-ladder: cut videos to each length, keeping the questions whose evidence stays
     inside. Needs evidence positions: `lvu build needle` outputs carry them; the MLVU release does not.
@@ -82,7 +85,7 @@ def ladder_command(
     from lvu.construct.needle_pipeline import flag_options
 
     rungs_wanted = flag_options(LadderOptions, {"lengths": lengths}).lengths
-    result = build_ladder(load_sources(sources), out, tuple(rungs_wanted))
+    result = build_ladder(load_sources(sources), out, tuple(rungs_wanted), replace=replace)
     rungs = sorted({length for _, length in result.kept} | {length for _, length in result.outside})
     tasks = sorted({t for t, _ in result.kept} | {t for t, _ in result.outside})
     table = Table(title="questions kept per length (dropped: evidence past the cut or video too short)",

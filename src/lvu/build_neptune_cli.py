@@ -10,8 +10,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, check_limit, console, err_console,
-                             parse_kv)
+from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, REPLACE_HELP, check_limit,
+                            console, err_console, parse_kv)
 from lvu.build_run_cli import print_problems, print_status
 from lvu.errors import LvuError
 
@@ -50,6 +50,7 @@ def neptune_command(
     executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
     ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Neptune's automatic QAD pipeline: a folder of videos in, a filtered benchmark out.
 
@@ -77,7 +78,7 @@ def neptune_command(
     err_console.print(f"lvu build neptune: {len(videos)} video(s) from {videos_dir} into {out}", highlight=False)
     state, written = asyncio.run(run_build(pipeline, videos, out, models, concurrency=concurrency,
                                            show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg")))
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace))
     print_status(state, title=f"lvu build neptune — {out}")
     print_problems(state)
     console.print(f"{written['questions']} question(s) on {written['videos']} video(s) kept; "

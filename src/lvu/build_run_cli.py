@@ -13,8 +13,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, check_limit, console, err_console,
-                             parse_kv)
+from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, REPLACE_HELP, check_limit,
+                            console, err_console, parse_kv)
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -162,6 +162,7 @@ def run_command(
     executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
     ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Run any build pipeline: its items through its stages, each unit committed as it completes
     (the same command resumes), then its files. Exit codes: 0 all done; 1 some units failed
@@ -180,7 +181,7 @@ def run_command(
     err_console.print(f"lvu build {instance.name}: {len(items)} item(s) into {out}", highlight=False)
     state, written = asyncio.run(run_build(instance, items, out, models, concurrency=concurrency,
                                            show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg")))
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace))
     print_status(state, title=f"lvu build {instance.name} — {out}")
     print_problems(state, limit=20)
     if written:

@@ -74,6 +74,8 @@ def parse_kv(items: list[str], what: str) -> dict[str, object]:
     return out
 
 
+REPLACE_HELP = ("Rebuild an -o folder that holds this build of other inputs or settings (it says what "
+                "changes; what is no longer built leaves the outputs). Default: refuse, and resume the same build.")
 EXECUTOR_HELP = "local (default) | ray: the units on a Ray cluster (the ray extra; docs/build.md, Scale-out)."
 RAY_ADDRESS_HELP = "Ray cluster to join: ray://HOST:10001, HOST:6379 or auto (default: $RAY_ADDRESS, else a local Ray)."
 RAY_ARG_HELP = "Ray executor setting, KEY=VALUE (repeatable): num_replicas, num_gpus, num_cpus, decode_cpus, ..."

@@ -98,6 +98,9 @@ def export_command(
     console.print(f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['unresolved']} unresolved "
                   f"(examiner needed), {summary['incomplete']} incomplete; {summary['neptune schema']} in Neptune's "
                   f"schema; {summary['versions']} decision versions -> {summary['out']}", markup=False, highlight=False)
+    console.print(summary["log"].line(), markup=False, highlight=False)
+    if summary["log"].broken:
+        raise typer.Exit(1)
     console.print(f"run it: lvu run -b jsonl --data {Path(summary['out']) / 'benchmark.jsonl'} -m MODEL",
                   markup=False, highlight=False)
 
@@ -123,3 +126,4 @@ def stats_command(
     for _, final in outcomes(source, store):
         counts[final.status] = counts.get(final.status, 0) + 1
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()), markup=False, highlight=False)
+    console.print(store.verify_log().line(), markup=False, highlight=False)

@@ -97,7 +97,7 @@ def task_of(sample: Sample) -> str:
 
 
 def build_ladder(samples: list[Sample], out_dir: str | Path, lengths: tuple[float, ...] = LENGTHS, *,
-                 workers: int = 2) -> LadderResult:
+                 workers: int = 2, replace: bool = False) -> LadderResult:
     """Cut every video that has kept questions to each length and write the ladder JSONL: the
     `ladder` build pipeline over the planned cuts (each committed to OUT's build store, so a re-run
     cuts only what is missing; one build per folder at a time: lvu.construct.runner.build_lock)."""
@@ -107,7 +107,7 @@ def build_ladder(samples: list[Sample], out_dir: str | Path, lengths: tuple[floa
     plan = plan_ladder(samples, lengths)
     pipeline = Ladder({"lengths": list(lengths)})
     state, written = asyncio.run(run_build(pipeline, plan.items, out_dir, {}, concurrency=workers,
-                                           show_progress=False, note=lambda message: None))
+                                           show_progress=False, note=lambda message: None, replace=replace))
     if not written:
         done = len(state.outputs.get("cuts", {}))
         raise BuildInterrupted(f"interrupted: {done} of {len(plan.items)} ladder cuts made (committed) — run the "

@@ -303,7 +303,7 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Path, *, workers: int = 1,
-                  progress: Callable[[str, bool], None] = lambda item, made: None) -> BuildResult:
+                  progress: Callable[[str, bool], None] = lambda item, made: None, replace: bool = False) -> BuildResult:
     """Run the needle pipeline over `items` into `out_dir` (lvu.construct.runner.run_build: resumable,
     one build per folder), then summarise: videos made here and reused, splice modes, frames copied
     and encoded, how the sound was written, and why a background could not be copied."""
@@ -318,7 +318,7 @@ def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Pa
     pipeline.progress = report
     started = time.time()
     state, written = asyncio.run(run_build(pipeline, items, out_dir, {}, concurrency=workers, show_progress=False,
-                                           note=lambda message: None))
+                                           note=lambda message: None, replace=replace))
     done = sum(1 for v in items if v.id in state.outputs.get("videos", {}))
     if not written:
         raise BuildInterrupted(f"interrupted: {done} of {len(items)} needle videos made (committed) — run the same "
@@ -346,13 +346,14 @@ def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Pa
 
 
 def run_build(jobs: list[Job], out_dir: str | Path, s: NeedleSettings, *, workers: int = 1,
-              progress: Callable[[Job, bool], None] = lambda job, made: None) -> BuildResult:
+              progress: Callable[[Job, bool], None] = lambda job, made: None, replace: bool = False) -> BuildResult:
     """Make every job's video (`workers` at once) and subtitles, then write the JSONL file: the
     `needle` build pipeline over these jobs, so every video is
     committed to OUT's build store and a re-run (also after kill -9) makes only what is missing.
     `progress(job, made)`: once per job, as its video is made here (True) or found made (False).
-    One build per folder at a time (lvu.construct.runner.build_lock)."""
+    One build per folder at a time (lvu.construct.runner.build_lock); a folder holding a needle build
+    of other inputs or settings is refused unless `replace` (lvu.construct.store.check_rebuild)."""
     pipeline = NeedlePipeline(NeedleOptions.from_settings(s))
     by_id = {j.id: j for j in jobs}
     return build_needles(pipeline, job_items(jobs, s), out_dir, workers=workers,
-                         progress=lambda item, made: progress(by_id[item], made))
+                         progress=lambda item, made: progress(by_id[item], made), replace=replace)

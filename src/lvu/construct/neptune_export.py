@@ -65,15 +65,27 @@ def question_key(video: str, n: int) -> str:
 
 
 def _link(source: str, target: Path) -> None:
-    """A link to the source video in the release layout (a copy where links are not possible)."""
+    """A link to the source video in the release layout (a copy where links are not possible);
+    never over the source itself (videos read from OUT/videos)."""
     if target.is_symlink() or target.exists():
-        if target.is_symlink() and os.readlink(target) == source:
+        if target.is_symlink() and os.readlink(target) == source or target.exists() and os.path.samefile(target, source):
             return
         target.unlink()
     try:
         target.symlink_to(source)
     except OSError:
         shutil.copy2(source, target)
+
+
+def _remove_stale(out: Path, videos: set[str], ids: set[str]) -> None:
+    """Links and transcripts of videos no longer in the benchmark (a --replace build of other
+    videos): OUT/videos keeps only links (a video file there may be an input), OUT/asr the kept ids."""
+    for link in (out / "videos").iterdir():
+        if link.is_symlink() and link.name not in videos:
+            link.unlink()
+    for srt in (out / "asr").glob("*.srt") if (out / "asr").is_dir() else ():
+        if srt.stem not in ids:
+            srt.unlink()
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -96,6 +108,7 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
     out = out.resolve()  # absolute media paths: write_samples stores those inside `out` relative to it
     outputs = state.outputs
     kept, removed, samples, incomplete = [], [], [], 0
+    linked: set[str] = set()
     (out / "videos").mkdir(parents=True, exist_ok=True)
     for video in videos:
         questions = outputs.get("questions", {}).get(video.id)
@@ -137,9 +150,11 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
                 extra={"video_id": video.id, "reference": q["answer"], "capability": q["capability"],
                        "decoys_6": decoys[unit], "qad_filter": record["qad_filter"], "dense_captions": dense}))
         if wrote_video:
+            linked.add(file_name)
             _link(video.path, out / "videos" / file_name)
             (out / "asr").mkdir(exist_ok=True)  # empty when the video has no speech: that is its transcript
             write_srt([Subtitle(start=s, end=e, text=t) for s, e, t in cues], out / "asr" / f"{video.id}.srt")
+    _remove_stale(out, linked, {r["video_id"] for r in kept})
     _write_json(out / "neptune_full.json", kept)
     _write_json(out / "removed.json", removed)
     write_samples(out / "benchmark.jsonl", samples)

@@ -410,6 +410,8 @@ def pipeline_class(name: str) -> type[Pipeline]:
     `lvu.pipelines`), or `module:Class`."""
     if name in BUILTIN_PIPELINES:
         importlib.import_module(BUILTIN_PIPELINES[name])
+    elif ":" not in name and name not in PIPELINES.names():
+        pipeline_names()  # an unknown name: its error then lists every built-in
     return PIPELINES.get(name)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvu.construct.store import (JOB_KIND, BuildStopped, BuildStore, build_config, build_lock,
+from lvu.construct.store import (JOB_KIND, BuildStopped, BuildStore, build_config, build_lock, check_rebuild,
                                  load_models, model_key, read_config, refuse_other_build)
 from lvu.construct.pipeline import (BUILTIN_PIPELINES, Item, Outcome, Pipeline, RecordingModel, Skip, Stage, Unit, Video,
                                     check_pipeline, find_videos, load_pipeline_class, pipeline_class, run_unit)
@@ -325,8 +325,9 @@ def _count(status: StageStatus, planned: list[tuple[Unit, str, int]], entries: d
 async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                     models: dict[str, tuple[str, dict[str, Any]]], *, concurrency: int = 4, show_progress: bool = True,
                     note: Callable[[str], None] | None = None, executor: str = "local", ray_address: str | None = None,
-                    ray_args: dict[str, Any] | None = None) -> tuple[BuildState, dict[str, Any]]:
+                    ray_args: dict[str, Any] | None = None, replace: bool = False) -> tuple[BuildState, dict[str, Any]]:
     """Run `pipeline` over its items (`videos`) into `out`, resuming what is there; then export.
+    A build of other inputs or settings than OUT records is refused unless `replace` (store.check_rebuild).
     `models`: role -> (name, args) for the roles its stages call (a role the build does not name
     uses its `model_fallbacks` role's model). One build per folder at a time (`BuildInProgress`).
     `executor="ray"`: the units run on the Ray cluster at `ray_address` (else $RAY_ADDRESS, else a
@@ -344,6 +345,7 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
         raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
     refuse_other_build(out, pipeline.name)
     with build_lock(out):
+        check_rebuild(out, pipeline, videos, {r: models[r][0] for r in needed}, replace=replace)  # says it on stdout
         if executor == "ray":
             return await _run_build_on_ray(pipeline, videos, out, {r: models[r] for r in needed}, concurrency=concurrency,
                                           show_progress=show_progress, note=note, address=ray_address, ray_args=ray_args)

@@ -89,6 +89,53 @@ def refuse_other_build(out: str | Path, pipeline: str) -> None:
                        f"— build {pipeline} into another -o folder; nothing was changed")
 
 
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def changes_from_record(out: str | Path, pipeline: Pipeline, items: Sequence[Item],
+                        models: dict[str, str]) -> list[str]:
+    """How this build differs from the one OUT/build.json records, a line each: options, the model
+    named for each role, items no longer built or built from other input. Items added are not a
+    change (a folder of videos grows); nor are model arguments (a restarted server's new port)."""
+    path = Path(out) / CONFIG_FILE
+    if not path.is_file():
+        return []
+    old = read_config(out)
+    changes = []
+    before, now = old.get("options") or {}, _plain(pipeline.options)
+    for name in sorted(set(before) | set(now)):
+        if before.get(name) != now.get(name):
+            changes.append(f"option {name}: {before.get(name)!r} -> {now.get(name)!r}")
+    recorded = {role: (m.get("key") or {}).get("model") for role, m in (old.get("models") or {}).items()}
+    for role in sorted(set(recorded) & set(models)):
+        if recorded[role] != models[role]:
+            changes.append(f"{role} model: {recorded[role]} -> {models[role]}")
+    new_items = {i.id: _plain({"path": i.path, "data": i.data or {}}) for i in items}
+    gone = [v["id"] for v in old.get("videos") or [] if v["id"] not in new_items]
+    other = [v["id"] for v in old.get("videos") or []
+             if v["id"] in new_items and new_items[v["id"]] != {"path": v["path"], "data": v.get("data") or {}}]
+    for label, ids in (("no longer built", gone), ("built from other input", other)):
+        if ids:
+            changes.append(f"{len(ids)} item(s) {label}: {', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''}")
+    return changes
+
+
+def check_rebuild(out: str | Path, pipeline: Pipeline, items: Sequence[Item], models: dict[str, str], *,
+                  replace: bool, note: Any = None) -> None:
+    """Resume is the default for the same build; a build of other inputs or settings into OUT is
+    refused (its outputs would replace the recorded build's), unless `replace`, which says what changes."""
+    changes = changes_from_record(out, pipeline, items, models)
+    if not changes:
+        return
+    if not replace:
+        raise LvuError(f"{out} holds a {pipeline.name} build of other inputs or settings ({'; '.join(changes)}) — "
+                       "rerun its own command to resume it, build into another -o, or pass --replace to rebuild "
+                       "it with these (what is no longer built is removed from its outputs); nothing was changed")
+    for line in [f"--replace: rebuilding {out} with other inputs or settings", *(f"  {c}" for c in changes)]:
+        (note or print)(line)
+
+
 def read_config(out: str | Path) -> dict[str, Any]:
     path = Path(out) / CONFIG_FILE
     if not path.is_file():

@@ -13,7 +13,13 @@ over their latest submitted versions). FINAL gets:
 - `decisions.jsonl`: every question's outcome and the decisions counted (accepted, rejected,
   unresolved with why, incomplete);
 - `versions.jsonl`: the whole audit trail, every version ever saved;
-- `videos/`, `asr/`: links to the videos and transcripts (copies where links are impossible).
+- `videos/`, `asr/`: links to the videos and transcripts (copies where links are impossible);
+- `export.json`: which review this folder is the export of.
+
+FINAL is written only when it is new, empty, or an earlier export of the same review, and never
+when it holds any of the review's own inputs (the questions, the decisions, the media): an export
+replaces files of its own kind and nothing else. Every name taken from the data (a video id, a
+file name) must be a plain file name, and every path written or unlinked resolves inside FINAL.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from lvu.benchmarks.jsonl import write_samples
 from lvu.benchmarks.neptune_release import _shuffled as shuffled_options  # Neptune's seeded option order
 from lvu.construct.review_labels import MODALITY_LABEL, REFERENCE_FIELD, REVIEW_FIELD, mmh_candidates
 from lvu.errors import LvuError
+from lvu.paths import inside
 from lvu.types import Sample, SubtitleRef, VideoRef
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_rules import Final, agreement, final_decision
@@ -63,7 +70,7 @@ def _link(source: str, target: Path, links: dict[Path, str]) -> Path:
         raise LvuError(f"{target.name}: two different files have this name ({links[target]} and {source}) — "
                        "rename one so FINAL/videos can hold both")
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.exists():
+    if target.is_symlink() or target.exists():  # an earlier export's link (target is inside FINAL)
         target.unlink()
     try:
         target.symlink_to(os.path.abspath(source))
@@ -77,6 +84,17 @@ def video_id(sample: Sample) -> str:
     return value if isinstance(value, str) and value else Path(sample.video.path).stem
 
 
+def media_targets(item: ReviewItem, out: Path) -> tuple[Path, Path | None]:
+    """Where FINAL holds the question's video and transcript (checked: plain names, inside `out`)."""
+    what = f"question {item.id}"
+    video = inside(out, "videos", Path(item.sample.video.path).name, what=what)
+    subs = item.sample.subtitles
+    if subs is None or not os.path.isfile(subs.path):
+        return video, None
+    name = f"{video_id(item.sample)}{Path(subs.path).suffix}"
+    return video, inside(out, "asr", name, what=f"{what} (extra.video_id)")
+
+
 def verified_sample(item: ReviewItem, final: Final, out: Path, links: dict[Path, str]) -> Sample:
     """The question as the decision leaves it, its media linked under `out`."""
     sample = item.sample.model_copy(deep=True)
@@ -87,11 +105,12 @@ def verified_sample(item: ReviewItem, final: Final, out: Path, links: dict[Path,
     sample.labels[MODALITY_LABEL] = final.modality or ""
     sample.extra[REFERENCE_FIELD] = final.answer
     sample.extra[REVIEW_FIELD] = {"source": final.source, "raters": final.raters}
-    video = _link(item.sample.video.path, out / "videos" / Path(item.sample.video.path).name, links)
+    video_target, asr_target = media_targets(item, out)
+    video = _link(item.sample.video.path, video_target, links)
     sample.video = VideoRef(path=str(video), duration=item.sample.video.duration)
     subs = item.sample.subtitles
-    if subs is not None and os.path.isfile(subs.path):
-        asr = _link(subs.path, out / "asr" / f"{video_id(sample)}{Path(subs.path).suffix}", links)
+    if subs is not None and asr_target is not None:
+        asr = _link(subs.path, asr_target, links)
         sample.subtitles = SubtitleRef(path=str(asr), offset=subs.offset)
     return sample
 
@@ -120,13 +139,50 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+EXPORT_RECORD = "export.json"
+
+
+def check_target(source: ReviewSource, store: ReviewStore, out: Path) -> tuple[int, str] | None:
+    """Refuse a FINAL that holds the review's inputs, or files no export of this review wrote;
+    the decision-log head an earlier export into it verified, if any."""
+    inputs = [source.path, Path(store.path)] + [Path(p) for i in source.items
+                                                for p in (i.sample.video.path, i.sample.subtitles and i.sample.subtitles.path)
+                                                if p]
+    for path in inputs:
+        if Path(os.path.abspath(path)).is_relative_to(out) or path.resolve().is_relative_to(out):
+            raise LvuError(f"{out}: holds the review's own input {path} — export to a new folder, "
+                           f"e.g. -o {out.name}-final")
+    if not out.is_dir() or not any(out.iterdir()):
+        return None
+    record = out / EXPORT_RECORD
+    try:
+        earlier = json.loads(record.read_text())
+        recorded, head = earlier.get("source"), earlier.get("log", {}).get("head")
+    except (OSError, ValueError, AttributeError):
+        raise LvuError(f"{out}: not empty and not an export of a review (no readable {EXPORT_RECORD}) — "
+                       "export to a new or empty folder") from None
+    if recorded != str(source.path.resolve()):
+        raise LvuError(f"{out}: holds the export of another review ({recorded}) — export to a new folder, "
+                       "or delete that one first")
+    return (int(head[0]), str(head[1])) if isinstance(head, list) and len(head) == 2 else None
+
+
 def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_ratings: int | None = None) -> dict[str, Any]:
     """Write FINAL (module docstring); the counts and paths for the closing lines."""
     out = Path(out).resolve()  # media paths in benchmark.jsonl are then written relative to it
+    earlier_head = check_target(source, store, out)
+    log = store.verify_log(earlier_head)
+    decided = outcomes(source, store, min_ratings)
+    for item, final in decided:  # every name checked before anything is written
+        if final.status == "accepted":
+            media_targets(item, out)
     out.mkdir(parents=True, exist_ok=True)
+    record = {"source": str(source.path.resolve()), "decisions": str(Path(store.path).resolve()),
+              "log": {"head": list(earlier_head) if earlier_head else None, "broken": log.broken}}
+    _write(out / EXPORT_RECORD, json.dumps(record, indent=1) + "\n")  # first: a killed export is still ours
     links: dict[Path, str] = {}
     samples, neptune, lines = [], [], []
-    for item, final in outcomes(source, store, min_ratings):
+    for item, final in decided:
         lines.append({"id": item.id, "status": final.status, "source": final.source, "why": final.why,
                       "answer": final.answer, "modality": final.modality, "decoys": final.decoys,
                       "reasons": final.reasons, "raters": final.raters})
@@ -142,6 +198,9 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
     _write(out / "decisions.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     versions = store.versions()
     _write(out / "versions.jsonl", "".join(json.dumps(v.to_json(), ensure_ascii=False) + "\n" for v in versions))
+    if log.broken is None:  # a broken log never moves the verified head: later exports keep reporting it
+        record["log"] = {"rows": log.rows, "head": list(log.head), "broken": None, "unchained": log.unchained}
+    _write(out / EXPORT_RECORD, json.dumps(record, indent=1) + "\n")
     counts = Counter(x["status"] for x in lines)
-    return {**{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete")},
+    return {"log": log, **{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete")},
             "neptune schema": len(neptune), "versions": len(versions), "out": str(out)}

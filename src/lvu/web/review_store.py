@@ -1,9 +1,13 @@
 """The review's SQLite file: people and their tokens, who rates what, and every decision version.
 
-`decisions` is append-only (triggers refuse UPDATE and DELETE): a save is a new version of that
-rater's decision on that question in that round (1: raters, 2: examiner), with its time and the
-digest of the question as shown, so nothing is overwritten and the whole history can be read
-back. A decision counts for the question's current content only: when the benchmark file changes a
+`decisions` is append-only (triggers refuse UPDATE, DELETE, and an INSERT that would replace an
+existing row — `INSERT OR REPLACE` deletes without firing DELETE triggers): a save is a new
+version of that rater's decision on that question in that round (1: raters, 2: examiner), with its
+time and the digest of the question as shown, so nothing is overwritten and the whole history can
+be read back. Each row also carries `chain`, a SHA-256 over the previous row's chain and its own
+content, so a row edited, removed or slipped in by other means (triggers dropped, the file
+rewritten) breaks the chain at that row: `verify_log` finds it, `lvu review export` reports it and
+records the head it verified, so a later export also notices rows removed from the end. A decision counts for the question's current content only: when the benchmark file changes a
 question (new digest), earlier decisions on it are kept but no longer counted.
 
 One short connection per call, so the server's worker threads never share one.
@@ -11,6 +15,7 @@ One short connection per call, so the server's worker threads never share one.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -46,7 +51,39 @@ CREATE TRIGGER IF NOT EXISTS decisions_no_update BEFORE UPDATE ON decisions
     BEGIN SELECT RAISE(ABORT, 'decisions are append-only: save a new version'); END;
 CREATE TRIGGER IF NOT EXISTS decisions_no_delete BEFORE DELETE ON decisions
     BEGIN SELECT RAISE(ABORT, 'decisions are append-only: save a new version'); END;
+CREATE TRIGGER IF NOT EXISTS decisions_no_replace BEFORE INSERT ON decisions
+    WHEN EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id OR (sample_id = NEW.sample_id AND rater = NEW.rater
+                 AND round = NEW.round AND version = NEW.version))
+    BEGIN SELECT RAISE(ABORT, 'decisions are append-only: a saved version is never replaced'); END;
 """
+CHAIN_START = "0" * 64
+"""The chain value before the first row."""
+
+
+def chain_link(previous: str, sample_id: str, rater: str, round: int, version: int, digest: str, status: str,
+               decision: str, created: float) -> str:
+    """A row's chain value: SHA-256 of the previous row's and the row's own content."""
+    content = json.dumps([previous, sample_id, rater, round, version, digest, status, decision, repr(created)],
+                         ensure_ascii=False)
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LogCheck:
+    """What `verify_log` found: rows checked, rows older than the chain, the head, the first break."""
+
+    rows: int
+    unchained: int
+    head: tuple[int, str]
+    """(row id, chain value) of the last row: an export records it, a later export checks it is still there."""
+    broken: str | None = None
+
+    def line(self) -> str:
+        if self.broken:
+            return f"decision log BROKEN: {self.broken} — it was changed outside lvu; do not trust this export"
+        old = f" ({self.unchained} saved before lvu chained them, not checkable)" if self.unchained else ""
+        return f"decision log intact: {self.rows} versions, hash chain verified{old}"
+
 
 
 @dataclass(frozen=True)
@@ -69,6 +106,8 @@ class ReviewStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.db() as db:
             db.executescript(SCHEMA)
+            if "chain" not in {row[1] for row in db.execute("PRAGMA table_info(decisions)")}:  # a store from before
+                db.execute("ALTER TABLE decisions ADD COLUMN chain TEXT")
         self.path.chmod(0o600)  # it holds the rater tokens
 
     @contextmanager
@@ -163,10 +202,11 @@ class ReviewStore:
             row = db.execute("SELECT MAX(version) FROM decisions WHERE sample_id = ? AND rater = ? AND round = ?",
                              (item.id, rater, round)).fetchone()
             version = (row[0] or 0) + 1
-            db.execute("INSERT INTO decisions (sample_id, rater, round, version, digest, status, decision, created) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (item.id, rater, round, version, item.digest, decision.status,
-                        decision.model_dump_json(), now))
+            last = db.execute("SELECT chain FROM decisions ORDER BY id DESC LIMIT 1").fetchone()
+            values = (item.id, rater, round, version, item.digest, decision.status, decision.model_dump_json(), now)
+            db.execute("INSERT INTO decisions (sample_id, rater, round, version, digest, status, decision, created, "
+                       "chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (*values, chain_link(last[0] if last and last[0] else CHAIN_START, *values)))
             db.execute("COMMIT")
         return Version(item.id, rater, round, version, now, decision)
 
@@ -194,3 +234,25 @@ class ReviewStore:
             if not submitted or v.decision.submitted:
                 out.setdefault(v.sample_id, {})[v.rater] = v
         return out
+
+    def verify_log(self, head: tuple[int, str] | None = None) -> LogCheck:
+        """Recompute the chain over every row (module docstring); `head`, a (row id, chain) an
+        earlier export verified, must still be there unchanged."""
+        with self.db() as db:
+            rows = db.execute("SELECT id, sample_id, rater, round, version, digest, status, decision, created, chain "
+                              "FROM decisions ORDER BY id").fetchall()
+        previous, unchained, broken, chains = CHAIN_START, 0, None, {}
+        for row_id, *values, chain in rows:
+            if chain is None and not chains:  # saved by an lvu from before the chain
+                unchained += 1
+                continue
+            expected = chain_link(previous, *values)
+            if chain != expected and broken is None:
+                broken = (f"version {values[3]} of {values[1]} on {values[0]} (row {row_id}) does not follow "
+                          "the row before it (edited, inserted, or a row before it removed)")
+            chains[row_id] = chain
+            previous = chain or ""
+        if broken is None and head is not None and head[0] and chains.get(head[0]) != head[1]:
+            broken = f"row {head[0]}, verified by an earlier export, is gone or changed (rows removed from the end?)"
+        last = (rows[-1][0], rows[-1][-1] or "") if rows else (0, CHAIN_START)
+        return LogCheck(len(rows), unchained, last, broken)
