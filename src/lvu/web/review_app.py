@@ -12,14 +12,18 @@ Questions are named by their place in the file (`/item/3`); videos by a key of a
 
 from __future__ import annotations
 
+import logging
 import re
+import sqlite3
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from lvu.web import review_pages as pages
 from lvu.web.app import new_app
@@ -33,6 +37,46 @@ from lvu.web.review_store import EXAMINER, RATERS, Person, ReviewStore
 
 _ORDINAL = re.compile(r"0|[1-9][0-9]{0,8}")
 MAX_BODY = 64_000
+MAX_VERSIONS = 200
+"""Versions one person may save of one decision (drafts autosave; far more is a runaway client)."""
+log = logging.getLogger("lvu.review")
+
+
+class StoreTrouble:
+    """The decision store failing (locked, disk full, I/O): one JSON line per request, one log
+    line per kind of trouble, and the time of the last save that did land."""
+
+    def __init__(self) -> None:
+        self.last_saved: float | None = None
+        self.logged: set[str] = set()
+
+    def response(self, error: sqlite3.Error) -> JSONResponse:
+        text = str(error)
+        if "locked" in text or "busy" in text:
+            detail = "the decision store is busy (another process is writing it) — try again in a moment"
+        else:
+            since = time.strftime("%H:%M", time.localtime(self.last_saved)) if self.last_saved else "this server started"
+            full = "full" in text or "I/O" in text
+            detail = (f"{'disk full: free space' if full else f'the decision store failed ({text})'}; nothing saved "
+                      f"before {since} is lost, this change was not saved — try again once fixed")
+        kind = detail.split(";")[0].split(" —")[0]
+        if kind not in self.logged:
+            self.logged.add(kind)
+            log.error("lvu review: %s", detail)
+        return JSONResponse({"detail": detail}, status_code=503)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused (413) past `limit` bytes: by Content-Length before reading, else as it streams."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise HTTPException(413, f"decision larger than {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"decision larger than {limit} bytes")
+    return bytes(body)
 
 
 def proposal(final: Final, item: ReviewItem) -> Decision | None:
@@ -52,6 +96,11 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
     """The app (module docstring); `allowed_hosts` as for the viewer (lvu.web.app.new_app)."""
     app = new_app("lvu review", allowed_hosts)
     digests = {i.id: i.digest for i in source.items}
+    trouble = StoreTrouble()
+
+    @app.exception_handler(sqlite3.Error)
+    async def store_failed(request: Request, error: sqlite3.Error) -> JSONResponse:
+        return trouble.response(error)
 
     def who(token: str | None) -> Person:
         person = store.person(token)
@@ -162,7 +211,10 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
 
     @app.get("/video/{key}")
     def video(key: str, t: str | None = None) -> Response:
-        who(t)
+        person = who(t)
+        visible = source.items if person.examiner else queue_of(person)
+        if not any(i.video_key == key for i in visible):  # a token opens its own questions' videos only
+            raise HTTPException(404, "no such video in your questions")
         try:
             return source.videos.response(key)
         except LookupError:
@@ -211,15 +263,13 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
         origin = request.headers.get("origin")
         if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
             raise HTTPException(403, "cross-origin write refused")
-        person = who(request.headers.get("x-review-token"))
+        person = await run_in_threadpool(who, request.headers.get("x-review-token"))
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise HTTPException(415, "send the decision as application/json")
         if round not in (RATERS, EXAMINER):
             raise HTTPException(404, f"no round {round} (1: raters, 2: examiner)")
-        item = item_at(person, n, round)
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            raise HTTPException(413, f"decision larger than {MAX_BODY} bytes")
+        item = await run_in_threadpool(item_at, person, n, round)
+        body = await read_body(request, MAX_BODY)
         try:
             decision = check(Decision.model_validate_json(body), item)
         except DecisionError as e:
@@ -228,7 +278,11 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
             first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}  # type: ignore[union-attr]
             where = ".".join(str(x) for x in first["loc"]) or "body"
             raise HTTPException(422, f"{where}: {first['msg']}") from None
-        saved = store.save(item, person.name, round, decision)
+        # storage off the event loop: a write waiting on a lock never stalls other raters' pages
+        saved = await run_in_threadpool(store.save, item, person.name, round, decision, MAX_VERSIONS)
+        if saved is None:
+            raise HTTPException(429, f"{MAX_VERSIONS} versions of this decision are saved already — submit it")
+        trouble.last_saved = saved.created
         return {"version": saved.version, "created": saved.created, "status": decision.status, "rater": person.name}
 
     @app.get("/api/agreement")

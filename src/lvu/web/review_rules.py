@@ -41,13 +41,13 @@ class Decision(BaseModel):
     or rejected. `answer` None = the answer as given; text = the rater's corrected answer.
     `decoys`: chosen indices into the question's decoys; `new_decoys`: decoys the rater wrote."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "yes" is not True, true is not decoy 1
     status: Literal["draft", "accepted", "rejected"]
     quality: dict[str, bool] = Field(default_factory=dict)
     modality: Modality | None = None
     answer: str | None = None
-    decoys: list[int] = Field(default_factory=list)
-    new_decoys: list[str] = Field(default_factory=list)
+    decoys: list[int] = Field(default_factory=list, max_length=16)
+    new_decoys: list[str] = Field(default_factory=list, max_length=16)
     reason: str = ""
     note: str = ""
 

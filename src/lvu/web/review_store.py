@@ -101,10 +101,13 @@ class Person:
 class ReviewStore:
     """Decisions on one reviewed benchmark (module docstring)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        """Seconds a call waits for another writer's lock before failing ("database is locked")."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.db() as db:
+            db.execute("PRAGMA journal_mode=WAL")  # stored in the file: set once, not per connection
             db.executescript(SCHEMA)
             if "chain" not in {row[1] for row in db.execute("PRAGMA table_info(decisions)")}:  # a store from before
                 db.execute("ALTER TABLE decisions ADD COLUMN chain TEXT")
@@ -112,9 +115,8 @@ class ReviewStore:
 
     @contextmanager
     def db(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
             yield conn
         finally:
             conn.close()
@@ -194,14 +196,19 @@ class ReviewStore:
 
     # ---- decisions -----------------------------------------------------------------------------------
 
-    def save(self, item: ReviewItem, rater: str, round: int, decision: Decision) -> Version:
-        """Append `decision` as the rater's next version on this question in this round."""
+    def save(self, item: ReviewItem, rater: str, round: int, decision: Decision,
+             max_versions: int | None = None) -> Version | None:
+        """Append `decision` as the rater's next version on this question in this round; None
+        (nothing saved) when `max_versions` are stored already."""
         now = time.time()
         with self.db() as db:
             db.execute("BEGIN IMMEDIATE")
             row = db.execute("SELECT MAX(version) FROM decisions WHERE sample_id = ? AND rater = ? AND round = ?",
                              (item.id, rater, round)).fetchone()
             version = (row[0] or 0) + 1
+            if max_versions is not None and version > max_versions:
+                db.execute("ROLLBACK")
+                return None
             last = db.execute("SELECT chain FROM decisions ORDER BY id DESC LIMIT 1").fetchone()
             values = (item.id, rater, round, version, item.digest, decision.status, decision.model_dump_json(), now)
             db.execute("INSERT INTO decisions (sample_id, rater, round, version, digest, status, decision, created, "
