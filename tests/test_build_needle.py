@@ -303,3 +303,15 @@ def test_a_gop_split_by_a_needle_is_copied_whole_on_later_loops(tmp_path):
     stats = splice(bg, pieces, tmp_path / "loops.mp4")
     assert stats.mode == "copy" and stats.copied_frames >= 30  # loop 2 whole, and what decodes on its own
     assert decoded(tmp_path / "loops.mp4")[0] == [*range(5), *["clip"] * 7, *range(5, 30), *range(30), *range(25)]
+
+
+def test_one_needle_file_of_any_kind_is_one_needle(media, tmp_path):
+    """#27: `-n clip.mp4` / `-n image.png` crashed with UnicodeDecodeError and a single .txt was read as JSONL."""
+    for name, kind in (("making_jewelry.mp4", "video"), ("green_card.png", "image"), ("cedar.txt", "text")):
+        [needle] = load_needles(media["needles"] / name, seconds=2.0)
+        assert needle.kind == kind, name
+    assert load_needles(media["needles"] / "cedar.txt")[0].label == "CEDAR"
+    odd = tmp_path / "needle.bin"
+    odd.write_bytes(b"\xff\xfe")
+    with pytest.raises(LvuError, match="not a needle .* nor a needle JSONL file"):
+        load_needles(odd)

@@ -169,3 +169,13 @@ def test_one_line_errors(videos, tmp_path, env):
     ):
         result = CliRunner().invoke(app, args)
         assert result.exit_code != 0 and message in str(result.exception), (args, result.output)
+
+
+def test_a_model_hint_names_this_commands_flag(videos, tmp_path, env):
+    """#27: `lvu build neptune --llm openai` without a model said `--model-arg model=NAME`, a flag it lacks."""
+    result = CliRunner().invoke(app, ["build", "neptune", str(videos), "-o", str(tmp_path / "o"), "--llm", "openai",
+                                      "--captioner", "ocr"])
+    assert "--llm-arg model=NAME" in str(result.exception) and "--model-arg" not in str(result.exception)
+    result = CliRunner().invoke(app, ["build", "run", "neptune", str(videos), "-o", str(tmp_path / "p"), "--opt",
+                                      "captioner=ocr", "--model", "llm=openai"])
+    assert "-a llm.model=NAME" in str(result.exception), result.output

@@ -266,7 +266,8 @@ def test_both_transports_send_the_same_request(server, http):
     server.script("500", "timeout")
     server.hang = 5.0
     m = model(server, http=http, timeout=2.0, cache=False)  # the good answer has 2 s even on a busy box
-    assert ("http_client" in m._http_client()) == (http == "aiohttp")  # httpx: the SDK's default client
+    client = m._http_client()["http_client"]  # the SDK's client for the transport, with the reply cap
+    assert ("AioHttp" in type(client).__name__) == (http == "aiohttp") and client.event_hooks["response"]
     [r] = generate(m, prompt(2))
     assert r.text == "B" and m.waits and len(server.chat_requests()) == 3
     body = server.chat_requests()[-1].body
@@ -446,3 +447,26 @@ def test_engine_run_against_the_server(tmp_path):
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f
     assert SECRET not in json.dumps(info.env) + info.spec.model_dump_json()
+
+
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+def test_timeout_is_a_deadline_for_the_whole_reply(server, http):
+    """#27: `timeout=` was an idle-read timeout: a server sending a byte every 0.2 s held an attempt
+    far past it. Now each attempt ends at `timeout` seconds, and is retried like a timeout."""
+    server.script("trickle", "trickle")
+    m = model(server, timeout=1.0, max_retries=1, http=http)
+    [r] = generate(m, prompt(1))
+    assert r.error == "openai: timed out after 1 s (after 2 attempts) — raise timeout= or lower the concurrency"
+    assert not r.unreachable and len(server.chat_requests()) == 2
+
+
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+def test_a_huge_reply_is_cut_at_the_cap_not_read_whole(server, http):
+    """#27: 50 MB replies were read whole; now the body stops at MAX_REPLY_BYTES, in one line, not retried."""
+    server.script("huge")
+    m = model(server, http=http)
+    [r] = generate(m, prompt(1))
+    assert r.error.startswith("openai: the reply was cut at 16 MB") and "\n" not in r.error, r.error
+    assert not r.unreachable and len(server.chat_requests()) == 1
+    [ok] = generate(model(server, http=http), prompt(2))  # a normal reply still passes through the hook
+    assert ok.error is None and ok.text

@@ -17,7 +17,7 @@ from lvu.errors import LvuError
 
 def needle_command(
     background: Annotated[Path, typer.Option("--background", "-b", help="A background video or a folder of them (subtitles: same name, .srt/.vtt).")],
-    needles: Annotated[Path, typer.Option("--needles", "-n", help="A folder of needle clips / images / .txt files, or a needle JSONL file.")],
+    needles: Annotated[Path, typer.Option("--needles", "-n", help="A folder of needle clips / images / .txt files, one such file, or a needle JSONL file (.jsonl).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: needle.jsonl, videos/, subtitles/.")],
     task: Annotated[str, typer.Option("--task", "-t", help="nqa (one needle, its question) | order (several, their order) | count (one needle, how often).")] = "nqa",
     depths: Annotated[str, typer.Option(help="nqa: where each needle starts, percent of the video (0 = first frame, 100 = ends on the last); 'random' as MLVU.")] = "0,25,50,75,100",

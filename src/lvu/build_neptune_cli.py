@@ -78,7 +78,8 @@ def neptune_command(
     err_console.print(f"lvu build neptune: {len(videos)} video(s) from {videos_dir} into {out}", highlight=False)
     state, written = asyncio.run(run_build(pipeline, videos, out, models, concurrency=concurrency,
                                            show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace))
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
+                                           arg_flags={role: f"--{role}-arg " for role in models}))
     print_status(state, title=f"lvu build neptune — {out}")
     print_problems(state)
     console.print(f"{written['questions']} question(s) on {written['videos']} video(s) kept; "
@@ -122,7 +123,7 @@ def subsets_command(
         raise LvuError(f"--threshold {threshold}: must be from 1 to --seeds ({seeds})")
     if concurrency < 1:
         raise LvuError(f"--concurrency {concurrency}: must be at least 1")
-    model = load_models({"filter": (llm, parse_kv(llm_arg or [], "--llm-arg"))})["filter"]
+    model = load_models({"filter": (llm, parse_kv(llm_arg or [], "--llm-arg"))}, {"filter": "--llm-arg "})["filter"]
 
     async def go() -> Any:
         try:

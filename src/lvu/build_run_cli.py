@@ -181,7 +181,8 @@ def run_command(
     err_console.print(f"lvu build {instance.name}: {len(items)} item(s) into {out}", highlight=False)
     state, written = asyncio.run(run_build(instance, items, out, models, concurrency=concurrency,
                                            show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace))
+                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
+                                           arg_flags={role: f"-a {role}." for role in models}))
     print_status(state, title=f"lvu build {instance.name} — {out}")
     print_problems(state, limit=20)
     if written:

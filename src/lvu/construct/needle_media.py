@@ -32,6 +32,7 @@ from lvu.media.av_io import _open
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", ".ts")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".gif")
 TEXT_SUFFIXES = (".txt",)
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 KINDS = ("video", "image", "text")
 TEXT_INK, TEXT_PAPER = (245, 245, 240), (24, 26, 32)
 
@@ -74,8 +75,8 @@ def label_of(path: str | Path) -> str:
 
 
 def load_needles(source: str | Path, *, seconds: float = 3.0) -> list[Needle]:
-    """The needles of a folder (video, image and .txt files; sorted by name) or a JSONL file.
-    `seconds`: how long images and text are shown when a line does not say."""
+    """The needles of a folder (video, image and .txt files; sorted by name), one such file, or a
+    JSONL file (.jsonl). `seconds`: how long images and text are shown when a line does not say."""
     source = Path(source)
     if not source.exists():
         raise DataError(f"{source}: not found — pass a folder of needle clips/images or a needle JSONL file")
@@ -86,6 +87,11 @@ def load_needles(source: str | Path, *, seconds: float = 3.0) -> list[Needle]:
             raise DataError(f"{source}: no needle files (videos {', '.join(VIDEO_SUFFIXES[:4])}, images, .txt) — "
                             "put the needles there or pass a needle JSONL file")
         return needles
+    if source.suffix.lower() in VIDEO_SUFFIXES + IMAGE_SUFFIXES + TEXT_SUFFIXES:
+        return [_from_file(source, seconds)]  # one needle, as -b takes one video
+    if source.suffix.lower() not in JSONL_SUFFIXES:
+        raise DataError(f"{source}: not a needle (videos {', '.join(VIDEO_SUFFIXES[:4])}, images, .txt) nor a needle "
+                        f"JSONL file ({', '.join(JSONL_SUFFIXES)}) — rename it or pass its folder")
     needles = []
     for n, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip():

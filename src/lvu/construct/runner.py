@@ -325,9 +325,11 @@ def _count(status: StageStatus, planned: list[tuple[Unit, str, int]], entries: d
 async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                     models: dict[str, tuple[str, dict[str, Any]]], *, concurrency: int = 4, show_progress: bool = True,
                     note: Callable[[str], None] | None = None, executor: str = "local", ray_address: str | None = None,
-                    ray_args: dict[str, Any] | None = None, replace: bool = False) -> tuple[BuildState, dict[str, Any]]:
+                    ray_args: dict[str, Any] | None = None, replace: bool = False,
+                    arg_flags: dict[str, str] | None = None) -> tuple[BuildState, dict[str, Any]]:
     """Run `pipeline` over its items (`videos`) into `out`, resuming what is there; then export.
     A build of other inputs or settings than OUT records is refused unless `replace` (store.check_rebuild).
+    `arg_flags`: role -> the command's flag for its model arguments (store.load_models).
     `models`: role -> (name, args) for the roles its stages call (a role the build does not name
     uses its `model_fallbacks` role's model). One build per folder at a time (`BuildInProgress`).
     `executor="ray"`: the units run on the Ray cluster at `ray_address` (else $RAY_ADDRESS, else a
@@ -339,7 +341,10 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
         raise LvuError(f"--executor {executor!r} is unknown — use local or ray")
     pipeline.check()
     needed = pipeline.roles()
-    models = {**{r: models[f] for r, f in pipeline.model_fallbacks.items() if r not in models and f in models}, **models}
+    fallbacks = {r: f for r, f in pipeline.model_fallbacks.items() if r not in models and f in models}
+    models = {**{r: models[f] for r, f in fallbacks.items()}, **models}
+    if arg_flags is not None:  # a role using another role's model takes its arguments from that role's flag
+        arg_flags = {**{r: arg_flags[f] for r, f in fallbacks.items() if f in arg_flags}, **arg_flags}
     missing = sorted(needed - set(models))
     if missing:
         raise LvuError(f"lvu build {pipeline.name}: the stages call a {missing[0]} model — pass --{missing[0]} MODEL")
@@ -349,7 +354,7 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
         if executor == "ray":
             return await _run_build_on_ray(pipeline, videos, out, {r: models[r] for r in needed}, concurrency=concurrency,
                                           show_progress=show_progress, note=note, address=ray_address, ray_args=ray_args)
-        loaded = load_models({r: models[r] for r in needed})
+        loaded = load_models({r: models[r] for r in needed}, arg_flags)
         store = BuildStore(out)
         try:
             identities = {role: model_key(m) for role, m in loaded.items()}

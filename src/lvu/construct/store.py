@@ -146,8 +146,10 @@ def read_config(out: str | Path) -> dict[str, Any]:
         raise LvuError(f"{path}: unreadable ({e}) — re-run the build command to rewrite it") from None
 
 
-def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """role -> (model name, args) as instances; roles naming the same model share one instance."""
+def load_models(specs: dict[str, tuple[str, dict[str, Any]]], arg_flags: dict[str, str] | None = None) -> dict[str, Any]:
+    """role -> (model name, args) as instances; roles naming the same model share one instance.
+    `arg_flags`: the command's flag for a role's arguments (e.g. llm: "--llm-arg "), put in place
+    of `lvu run`'s "--model-arg " in a model's error, so its hint names a flag this command has."""
     from lvu.models.probes import build_model
 
     made: dict[str, Any] = {}
@@ -155,7 +157,13 @@ def load_models(specs: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     for role, (name, args) in specs.items():
         key = json.dumps([name, args], sort_keys=True, default=str)
         if key not in made:
-            made[key] = build_model(name, dict(args))
+            try:
+                made[key] = build_model(name, dict(args))
+            except LvuError as e:
+                flag = (arg_flags or {}).get(role)
+                if flag is None or "--model-arg " not in str(e):
+                    raise
+                raise LvuError(str(e).replace("--model-arg ", flag)) from None
         out[role] = made[key]
     return out
 

@@ -192,6 +192,37 @@ retry_after = retry_after_from_headers
 """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
 
 
+MAX_REPLY_BYTES = 16 << 20
+"""The largest reply body read (a completion of thousands of tokens with logprobs is ~1 MB): a
+server sending more is cut off there, not held whole in memory (its sample fails in one line)."""
+
+
+class ReplyTooLarge(Exception):
+    """A reply body past MAX_REPLY_BYTES (not retried: the same server would send it again)."""
+
+
+class AttemptTimedOut(Exception):
+    """An attempt ran past `timeout` seconds in all (a server trickling bytes never trips an idle
+    read timeout); retried like the SDK's timeouts."""
+
+
+async def cap_reply(response: Any) -> None:
+    """httpx response hook (runs before the body is read): refuse a declared length past
+    MAX_REPLY_BYTES, else read the body in chunks, stopping at the cap, and keep it as the body the
+    SDK then parses (httpx's `aread` returns `_content` when it is set)."""
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+        await response.aclose()
+        raise ReplyTooLarge(f"the reply declares {int(declared) >> 20} MB, more than {MAX_REPLY_BYTES >> 20} MB")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_REPLY_BYTES:
+            await response.aclose()
+            raise ReplyTooLarge(f"the reply was cut at {MAX_REPLY_BYTES >> 20} MB (the server kept sending)")
+    response._content = bytes(body)
+
+
 class MalformedReply(Exception):
     """An HTTP 200 that holds no completion: JSON cut off or garbled, or no `choices`. A proxy or
     an overloaded server's glitch, so it is retried like a 5xx."""
@@ -202,8 +233,10 @@ def is_retryable(e: BaseException) -> bool:
     malformed 200 answers (MalformedReply)."""
     import openai
 
-    if isinstance(e, MalformedReply):
+    if isinstance(e, (MalformedReply, AttemptTimedOut)):
         return True
+    if isinstance(_root_cause(e), ReplyTooLarge):
+        return False
     if isinstance(e, openai.APIStatusError):
         return retryable_status(e.status_code, e.code, also=(409,))
     return isinstance(e, openai.APIConnectionError)  # includes APITimeoutError
@@ -214,7 +247,7 @@ def is_unreachable(e: BaseException) -> bool:
     error nor a slow answer (a read timeout): the endpoint itself is not answering."""
     import openai
 
-    if not isinstance(e, openai.APIConnectionError):
+    if not isinstance(e, openai.APIConnectionError) or isinstance(_root_cause(e), ReplyTooLarge):
         return False
     if not isinstance(e, openai.APITimeoutError):
         return True
@@ -354,16 +387,19 @@ class OpenAICompat(Model):
         """The SDK's aiohttp transport (`openai[aiohttp]`, the SDK's documented choice "for improved
         concurrency performance": measured in benchmarks/api_throughput.py) when installed and `http`
         is auto or aiohttp, else the SDK's default httpx client."""
+        from openai import DefaultAsyncHttpxClient
+
+        hooks = {"response": [cap_reply]}  # every reply body read with a cap (MAX_REPLY_BYTES)
         if self.http == "httpx":
-            return {}
+            return {"http_client": DefaultAsyncHttpxClient(timeout=self.timeout, event_hooks=hooks)}
         try:
             from openai import DefaultAioHttpClient
 
-            return {"http_client": DefaultAioHttpClient(timeout=self.timeout)}
+            return {"http_client": DefaultAioHttpClient(timeout=self.timeout, event_hooks=hooks)}
         except (ImportError, RuntimeError):  # an older SDK, or the extra is not installed
             if self.http == "aiohttp":
                 raise LvuError("openai: http=aiohttp needs the SDK's aiohttp extra — pip install 'openai[aiohttp]'") from None
-            return {}
+            return {"http_client": DefaultAsyncHttpxClient(timeout=self.timeout, event_hooks=hooks)}
 
     async def preflight(self) -> None:
         """GET {base_url}/models once: any HTTP answer will do (even 401/404, e.g. a server with no
@@ -444,7 +480,10 @@ class OpenAICompat(Model):
             # for a prompt of many image parts, under the event loop) is skipped. Errors and auth
             # headers are the SDK's; the reply comes back as its JSON (cast_to=object): see openai_reply.
             try:
-                reply = await client.post("/chat/completions", body=body, cast_to=object)
+                async with asyncio.timeout(self.timeout):  # the whole attempt, not each idle read
+                    reply = await client.post("/chat/completions", body=body, cast_to=object)
+            except TimeoutError:
+                raise AttemptTimedOut() from None
             except ValueError as e:  # the SDK's json.JSONDecodeError: a 200 whose body is not JSON
                 raise MalformedReply(f"malformed JSON in the reply ({_one_line(str(e), 120)})") from None
             response = parse_completion(reply, logprobs=self.logprobs)
@@ -469,6 +508,12 @@ class OpenAICompat(Model):
         except MalformedReply as e:  # retries exhausted
             tries = f" (after {retries + 1} attempts)" if retries else ""
             return Response(error=self._scrub(f"openai: {e}{tries}"))
+        except ReplyTooLarge as e:
+            return Response(error=f"openai: {e} — check the server at {self.base_url}, or lower max_tokens")
+        except AttemptTimedOut:
+            tries = f" (after {retries + 1} attempts)" if retries else ""
+            return Response(error=f"openai: timed out after {self.timeout:g} s{tries} — raise timeout= or lower "
+                                  "the concurrency")  # as the SDK's own read timeout says it
         except Exception as e:  # malformed responses and the like: this sample only
             return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
 
@@ -497,6 +542,8 @@ class OpenAICompat(Model):
                 what = f"HTTP {status}{tries}: {message}"
         elif isinstance(e, openai.APITimeoutError) and _timed_out(e):
             what = f"timed out after {self.timeout:g} s{tries} — raise timeout= or lower the concurrency"
+        elif isinstance(_root_cause(e), ReplyTooLarge):
+            what = f"{_root_cause(e)} — check the server at {self.base_url}, or lower max_tokens"
         else:
             cause = _root_cause(e)
             what = f"cannot reach {self.base_url}{tries}: {_one_line(str(cause) or type(cause).__name__)}"

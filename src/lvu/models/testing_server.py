@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FAULTS = ("429", "500", "503", "401", "404", "context", "timeout", "drop", "refusal", "empty", "filter", "bad_json",
-          "no_choices")
+          "no_choices", "trickle", "huge")
+"""trickle: a normal answer sent one byte every 0.2 s; huge: a 20 MB answer, chunked (no length)."""
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
@@ -210,6 +211,28 @@ class FakeOpenAIServer:
                                                  "model_not_found"))
         elif fault == "bad_json":  # a proxy that cut the body, or a server that wrote half of it
             await self._send(writer, 200, self._completion(body or {}, None), cut=True)
+        elif fault == "trickle":
+            data = json.dumps(self._completion(body or {}, None)).encode()
+            writer.write((f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                          "Connection: close\r\n\r\n").encode())
+            for k in range(len(data)):
+                writer.write(data[k:k + 1])
+                await writer.drain()
+                await asyncio.sleep(0.2)
+            return False
+        elif fault == "huge":
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                         b"Connection: close\r\n\r\n")
+            piece = b" " * (1 << 20)
+            try:
+                for _ in range(20):
+                    writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    await writer.drain()
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+            except ConnectionError:
+                pass  # the client stopped reading
+            return False
         elif fault == "context":
             await self._send(writer, 400, _error(
                 "This model's maximum context length is 128000 tokens. However, your messages resulted "
