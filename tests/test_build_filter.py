@@ -151,15 +151,17 @@ def test_neptune_qad_on_videomme_exact_sets_per_threshold_and_seed_count(tmp_pat
         n_requests = len(server.requests)
     assert n_requests == 9 * 3 + 9 * 3 + 9
     garbage = decisions["001-3"]
-    assert garbage["status"] == "kept" and garbage["votes"][0]["ranking"] is None
+    assert garbage["status"] == "unchecked" and garbage["votes"][0]["ranking"] is None  # kept, but not a pass
     assert garbage["votes"][0]["correct"] is None and garbage["votes"][0]["reply"].startswith("I cannot say")
     evidence = read_samples(tmp_path / "out-3-2" / "removed.jsonl")[0]
     first = next(s for s in evidence if s.id == "001-2").extra["blind_filter"]
     assert first["rule"] == "neptune-qad" and len(first["votes"]) == 3
     assert all(v["prompt"].startswith("Instructions:") and v["reply"].startswith("ANSWER:") for v in first["votes"])
     summary = json.loads((tmp_path / "out-3-2" / "summary.json").read_text())
-    assert summary["groups"]["all"]["removed_pct"] == pytest.approx(100 * 5 / 9) and summary["groups"]["all"]["n"] == 9
-    assert summary["groups"]["duration: short"]["removed_pct"] == pytest.approx(100 * 2 / 3)
+    # 001-3's reply named no option: unchecked, so the rates are over the 8 questions the rule judged
+    assert summary["groups"]["all"]["removed_pct"] == pytest.approx(100 * 5 / 8) and summary["groups"]["all"]["n"] == 8
+    assert summary["groups"]["duration: short"]["removed_pct"] == pytest.approx(100 * 2 / 2)
+    assert (summary["checked"], summary["unchecked"]) == (8, 1)
 
 
 def test_text_only_and_the_kept_file_runs_under_jsonl_with_its_breakdowns(tmp_path, env, videomme):
@@ -226,7 +228,8 @@ def test_lvbench_rule_and_text_only_with_two_models(tmp_path, env, lvbench):
     assert set(removed) == {"55", "59", "60"}  # both right; a ranking and a named option count as answers
     assert decisions["56"]["reason"] == "the models' answers differ"
     assert decisions["57"]["reason"] == "the shared answer is wrong"
-    assert decisions["58"]["reason"] == "a reply named no option"
+    assert decisions["58"]["status"] == "unchecked"  # one right, one unread: the unread might have agreed
+    assert decisions["58"]["reason"] == "no decision: 1 of 2 replies named no option"
     assert [v["model"] for v in decisions["55"]["votes"]] == ["gpt", "glm"]
     assert set(outputs(tmp_path / "b")[1]) == {"55", "56", "58", "59", "60"}  # any model right
 
@@ -345,7 +348,7 @@ def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
         text = user_text(body)
         s = next(s for s in samples if s.question in text and shown_options(text) == s.options)
         key = zlib.crc32((s.question + "|".join(s.options)).encode()) % 2
-        return LETTERS[s.answer] if key == 0 else "Hard to say."
+        return LETTERS[s.answer if key == 0 else (s.answer + 1) % len(s.options)]
 
     with FakeOpenAIServer(answer=answer) as server:
         done = lvu("build", "filter", "haystack", "--rule", "text-only", "-o", str(tmp_path / "h"),
@@ -353,7 +356,7 @@ def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
     assert done.returncode == 0, done.stdout + done.stderr
     kept, removed, decisions = outputs(tmp_path / "h")
     assert set(removed) == right and len(kept) + len(removed) == len(samples)
-    assert all(d["votes"][0]["ranking"] is None for k, d in decisions.items() if k not in right)
+    assert all(d["votes"][0]["correct"] is False and d["status"] == "kept" for k, d in decisions.items() if k not in right)
     assert "kind: read" in done.stdout and f"{len(samples)} model calls" in done.stdout
 
 
@@ -413,3 +416,40 @@ def test_unreadable_records_are_named_not_dropped_silently(tmp_path):
                                    "-o", str(tmp_path / "out"), "--results-dir", str(tmp_path / "r")])
     assert out.exit_code == 0, out.output
     assert "1 unreadable record(s) are in neither file" in out.output and "bad.jsonl:2" in out.output
+
+
+def test_a_filter_whose_replies_name_no_option_says_so_and_fails(tmp_path, env):
+    """#27: a base model answering `(1)\\n(2)\\n(3)` had every reply unparsable, and the filter said
+    `removed: 0 of 60 checked`, every question kept as "no model correct without the video"."""
+    data = jsonl_data(tmp_path / "d", 6)
+    with FakeOpenAIServer(answer="(1)\n(2)\n(3)\n(4)") as server:
+        done = lvu("build", "filter", str(data), "--rule", "text-only", "-o", str(tmp_path / "f"),
+                   *model_args(server, "base"), env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "6 of 6 replies named no option (6 question(s) kept unchecked), e.g. '(1)\\n(2)\\n(3)\\n(4)'" in done.stderr
+    assert "error: most replies named no option" in done.stderr and "Traceback" not in done.stderr
+    kept, removed, decisions = outputs(tmp_path / "f")
+    assert len(kept) == 6 and removed == []  # kept, as the unchecked are, but never called checked
+    assert {d["status"] for d in decisions.values()} == {"unchecked"}
+    assert all(d["reason"] == "no decision: 1 of 1 replies named no option" for d in decisions.values())
+    summary = json.loads((tmp_path / "f" / "summary.json").read_text())
+    assert (summary["checked"], summary["unchecked"], summary["unparsable_replies"]) == (0, 6, 6)
+
+
+def test_a_few_unread_replies_are_counted_apart(tmp_path, env):
+    data = jsonl_data(tmp_path / "d", 4)
+    answers = {f"Question number {i}?": "wxyz"[i % 4] for i in range(4)}
+
+    def answer(body):  # q000 right (removed), q001 unreadable, q002/q003 wrong (kept, checked)
+        text = user_text(body)
+        q = next(k for k in answers if k in text)
+        return {"Question number 0?": "A", "Question number 1?": "no idea"}.get(q, "A")
+
+    with FakeOpenAIServer(answer=answer) as server:
+        done = lvu("build", "filter", str(data), "--rule", "text-only", "-o", str(tmp_path / "f"),
+                   *model_args(server, "m"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "removed: 1 of 3 checked questions" in " ".join(done.stdout.split())
+    assert "unchecked: 1 asked, but the replies named no option" in " ".join(done.stdout.split())
+    kept, removed, decisions = outputs(tmp_path / "f")
+    assert removed == ["q000"] and decisions["q001"]["status"] == "unchecked" and "q001" in kept

@@ -179,3 +179,14 @@ def test_clear_errors_for_a_folder_without_videos_and_a_missing_model(tmp_path, 
         asyncio.run(run_build(build_toy.Toy({}), found, tmp_path / "out", {}, show_progress=False))
     with pytest.raises(LvuError, match="not a build folder"):
         open_build(tmp_path / "empty")
+
+
+def test_a_stage_of_fewer_units_than_the_stop_count_stops_when_all_are_unreachable(tmp_path):
+    """#27: 5 units against a dead server each waited out their retries, then the build called
+    itself done; a stage of fewer than 8 units now stops when all of them could not reach the model."""
+    folder = tmp_path / "few"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"v{i}.mp4").write_bytes(os.urandom(10 + i))
+    with pytest.raises(LvuError, match=r"(\d) units in a row could not reach the model .*run the same command to resume"):
+        build(folder, tmp_path / "out", tmp_path / "calls.log", down=True)

@@ -140,7 +140,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
             plot.parent.mkdir(parents=True, exist_ok=True)
             save(plot_analysis(analysis), plot)
             console.print(f"plot: {plot}", markup=False, highlight=False)
-    else:
+    elif not outcome.checked:
         console.print(f"no question to check: {len(outcome.skipped)} skipped (not multiple choice with an answer)",
                       markup=False, highlight=False)
     console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({len(outcome.removed)} "
@@ -150,6 +150,16 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     if outcome.bad:  # never silently: the kept file is not the whole input
         err_console.print(f"{len(outcome.bad)} unreadable record(s) are in neither file — fix them and run again "
                           f"(`lvu data check` lists them); first: {outcome.bad[0].error}", markup=False, highlight=False)
+    replies, unread = outcome.replies()
+    if unread:
+        examples = "; ".join(repr(r[:80]) for r in unread[:2])
+        err_console.print(f"{len(unread)} of {replies} replies named no option ({len(outcome.unchecked)} question(s) "
+                          f"kept unchecked), e.g. {examples}", markup=False, highlight=False)
+    if replies and len(unread) * 2 > replies:  # a misconfigured model must not pass for a blind-robust set
+        err_console.print("error: most replies named no option — this filter checked little; check the model "
+                          "(a chat/instruct model? its prompt template?) with `lvu build show OUT ID`, then run "
+                          "again with --fresh", markup=False, highlight=False)
+        raise typer.Exit(1)
     if outcome.failed:
         err_console.print(f"{len(outcome.failed)} question(s) undecided (model errors; in neither file) — run the "
                           f"same command again to retry them; first: {outcome.failed[0][0].id}: {outcome.failed[0][1]}",

@@ -90,8 +90,8 @@ def neptune_command(
         console.print("not complete: run the same command again to resume (failed units are asked again)",
                       highlight=False)
     console.print("next:", highlight=False)
-    for line in (f"lvu run -b neptune --data {out} -m MODEL",
-                 f"lvu run -b jsonl --data {out / 'benchmark.jsonl'} -m MODEL",
+    runs = (f"lvu run -b neptune --data {out} -m MODEL", f"lvu run -b jsonl --data {out / 'benchmark.jsonl'} -m MODEL")
+    for line in (*(runs if written["questions"] else ()),  # an empty benchmark is nothing to run
                  f"lvu build status {out}", f"lvu build show {out} VIDEO_ID"):
         console.print(f"  {line}", markup=False, highlight=False)
     if state.interrupted:

@@ -11,7 +11,8 @@ Recorded from commit 4b1c0a2 (before the construction pipelines moved onto one m
 (lvu and the fixture helpers of tests/ both from that commit; `--expect-lvu` fails the recording if
 any lvu module came from elsewhere.) The build runs in a temporary folder, about 15 s on 2 CPUs.
 
-Re-record only on purpose (an output change that is meant), never to make the test pass.
+Re-record only on purpose (an output change that is meant), never to make the test pass; a partial
+re-record (one file of some commands, from `--out FILE`) is listed under "rerecorded" with why.
 `--out FILE` writes elsewhere (e.g. to compare two runs); `--keep DIR` builds in DIR and leaves it.
 """
 

@@ -63,16 +63,19 @@ def rates(values: Sequence[float], labels: Sequence[Labels], *, n_boot: int = DE
 
 
 def filter_summary(outcome: FilterOutcome, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Analysis:
-    """Removed % of the checked questions, overall and per label."""
-    checked = outcome.checked
+    """Removed % of the checked questions (the ones the rule could judge), overall and per label."""
+    checked = outcome.decided
     if not checked:
-        raise LvuError("no question was decided — nothing to summarise (see the skipped and failed counts)")
+        raise LvuError("no question was decided — nothing to summarise (see the skipped, unchecked and failed counts)")
     rule = checked[0].decision.rule
     est = rates([float(c.decision.removed) for c in checked], [c.sample.labels for c in checked],
                 n_boot=n_boot, seed=seed)
     n_removed = sum(c.decision.removed for c in checked)
     summary = [("removed", f"{n_removed} of {len(checked)} checked questions ({est[ALL].fmt()} %)"),
                ("kept", f"{len(outcome.kept)} samples (unchecked ones included)")]
+    if outcome.unchecked:
+        summary.append(("unchecked", f"{len(outcome.unchecked)} asked, but the replies named no option: kept "
+                        "unchecked, not counted above"))
     if outcome.skipped:
         summary.append(("skipped", f"{len(outcome.skipped)} not multiple choice with an answer: kept unchecked"))
     if outcome.failed:
@@ -123,9 +126,11 @@ def write_filter_summary(outcome: FilterOutcome, out: str | Path, settings: Filt
                   bootstrap: int = 1000) -> Analysis | None:
     """Write OUT/summary.json (counts; removed % per group with `bootstrap`-resample intervals);
     returns the per-group analysis (None when no question was checked)."""
-    analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.checked else None
+    analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.decided else None
+    replies, unread = outcome.replies()
     summary = {"rule": settings.rule, "models": models, "seeds": settings.seeds, "threshold": settings.threshold,
-               "asr": settings.asr, "checked": len(outcome.checked), "removed": len(outcome.removed),
+               "asr": settings.asr, "checked": len(outcome.decided), "unchecked": len(outcome.unchecked),
+               "replies": replies, "unparsable_replies": len(unread), "removed": len(outcome.removed),
                "kept": len(outcome.kept), "skipped": len(outcome.skipped), "failed": len(outcome.failed),
                "bad_records": len(outcome.bad), "calls": outcome.calls, "reused": outcome.n_reused,
                "job": outcome.job_id,

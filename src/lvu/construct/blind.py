@@ -209,6 +209,26 @@ class Decision:
     def failed(self) -> bool:
         return any(v.error for v in self.votes)
 
+    @property
+    def unread(self) -> list[Vote]:
+        """Replies that named no option (the call itself worked)."""
+        return [v for v in self.votes if v.ranking is None and not v.error]
+
+    @property
+    def unchecked(self) -> bool:
+        """Kept only because replies could not be read: not removed, and a reply that named no
+        option might have removed it. LVBench's rule needs every model right and agreeing, so a read
+        reply that is wrong or differs keeps the question whatever the unread one said; for the other
+        rules any unread reply leaves the question unchecked (neptune-qad: conservatively, whether or
+        not the missing seeds could have reached the threshold)."""
+        if self.removed or self.failed or not self.unread:
+            return False
+        if self.rule == "lvbench":
+            read = [v for v in self.votes if v.ranking is not None]
+            if any(not v.correct for v in read) or len({v.answer for v in read}) > 1:
+                return False
+        return True
+
     def to_json(self) -> dict[str, Any]:
         return {"removed": self.removed, "rule": self.rule, "reason": self.reason,
                 "votes": [asdict(v) for v in self.votes]}

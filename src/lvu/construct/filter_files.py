@@ -6,8 +6,9 @@
 - `removed.jsonl`: the removed samples in the same format, each with its evidence under
   `extra.blind_filter` (rule, reason, and per call: model, seed, option order, prompt, raw reply,
   parsed ranking, correct) — also a runnable benchmark;
-- `decisions.jsonl`: one line per loaded sample: id, labels, status (removed / kept / skipped /
-  failed), reason and the votes' short form (model, seed, reply, ranking, correct).
+- `decisions.jsonl`: one line per loaded sample: id, labels, status (removed / kept / unchecked /
+  skipped / failed), reason and the votes' short form (model, seed, reply, ranking, correct).
+  `unchecked`: kept because the replies named no option (blind.Decision.unchecked) — not a pass.
 `summary.json` (counts and removed % per group with intervals) is lvu.analysis.blind's. Also where
 a filter's samples come from (`source_benchmark`).
 """
@@ -68,6 +69,21 @@ class FilterOutcome:
     def removed(self) -> list[Checked]:
         return [c for c in self.checked if c.decision.removed]
 
+    @property
+    def decided(self) -> list[Checked]:
+        """The questions the rule could judge (removed, or kept on readable replies)."""
+        return [c for c in self.checked if not c.decision.unchecked]
+
+    @property
+    def unchecked(self) -> list[Checked]:
+        """Kept because the replies named no option: asked, but not checked."""
+        return [c for c in self.checked if c.decision.unchecked]
+
+    def replies(self) -> tuple[int, list[str]]:
+        """(replies received, the ones that named no option) over every checked question."""
+        votes = [v for c in self.checked for v in c.decision.votes if not v.error]
+        return len(votes), [v.reply for v in votes if v.ranking is None]
+
 
 def checkable(sample: Sample) -> str | None:
     """Why a sample cannot be checked, or None when it can (multiple choice with an answer index)."""
@@ -112,7 +128,9 @@ def write_outputs(outcome: FilterOutcome, out: str | Path) -> dict[str, Path]:
     status: dict[str, dict[str, Any]] = {}
     for c in outcome.checked:
         d = c.decision
-        status[c.sample.id] = {"status": "removed" if d.removed else "kept", "rule": d.rule, "reason": d.reason,
+        kind = "removed" if d.removed else "unchecked" if d.unchecked else "kept"
+        reason = f"no decision: {len(d.unread)} of {len(d.votes)} replies named no option" if d.unchecked else d.reason
+        status[c.sample.id] = {"status": kind, "rule": d.rule, "reason": reason,
                                "votes": [_short_vote(asdict(v)) for v in d.votes]}
     for s, why in outcome.skipped:
         status[s.id] = {"status": "skipped", "reason": why}

@@ -36,7 +36,7 @@ from lvu.runs.stage_runner import run_each
 
 UNREACHABLE_STOP = 8
 """Units in a row whose model call never reached the endpoint (after its retries) that stop the
-build with one line instead of failing every unit left."""
+build with one line instead of failing every unit left (every unit, when a stage has fewer)."""
 STATES = ("done", "failed", "pending", "blocked", "skipped")
 """Per video and stage: all units done / some failed / some not run yet / an input is missing
 (failed or pending upstream) / out of the pipeline (a filter dropped it upstream)."""
@@ -238,6 +238,7 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
                      status: StageStatus, say: Callable[[str], None], executor: Any = "local") -> None:
     task = progress.add_task(stage.name, total=total, completed=done_before, failed=0)
     failed = unreachable = in_a_row = 0
+    dead_at = max(1, min(UNREACHABLE_STOP, len(todo)))  # a stage of fewer units: all of them, as `lvu run` does
     if done_before:
         say(f"{stage.name}: {done_before} of {total} {stage.unit}(s) done before, {len(todo)} to do")
 
@@ -263,7 +264,7 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
         progress.update(task, advance=1, failed=failed)
         lost = outcome.error is not None and bool(outcome.calls) and outcome.calls[-1].unreachable
         unreachable = unreachable + 1 if lost else 0
-        if unreachable >= UNREACHABLE_STOP:  # the endpoint is gone: every unit would fail the same way
+        if unreachable >= dead_at:  # the endpoint is gone: every unit would fail the same way
             return BuildStopped(f"{stage.name}: {unreachable} units in a row could not reach the model "
                             f"({outcome.error}) — check the endpoint, then run the same command to resume")
         return None
