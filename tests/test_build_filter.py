@@ -453,3 +453,13 @@ def test_a_few_unread_replies_are_counted_apart(tmp_path, env):
     assert "unchecked: 1 asked, but the replies named no option" in " ".join(done.stdout.split())
     kept, removed, decisions = outputs(tmp_path / "f")
     assert removed == ["q000"] and decisions["q001"]["status"] == "unchecked" and "q001" in kept
+
+
+def test_decisions_keep_a_short_reply_the_ledger_the_whole_one():
+    """#27: each raw reply was stored three times (decisions, removed, ledger); decisions.jsonl now keeps a short form."""
+    from lvu.construct.filter_files import SHORT_REPLY, _short_vote
+
+    vote = {"model": {"model": "m"}, "seed": None, "reply": "x" * 5000, "ranking": None, "correct": None}
+    short = _short_vote(vote)["reply"]
+    assert short.startswith("x" * SHORT_REPLY) and len(short) < SHORT_REPLY + 80 and "5000 characters" in short
+    assert _short_vote({**vote, "reply": "B"})["reply"] == "B"

@@ -70,7 +70,8 @@ def test_the_store_keeps_prompt_reply_model_and_timing(videos, tmp_path):
     view = state.units["toy.words"]["alpha"][0]
     record = view.entry.result
     assert record["calls"][0]["prompt"] == "Say one word about chunk 0 of alpha (10 bytes)."
-    assert view.entry.raw.startswith("WORD: w") and record["output"] == view.entry.raw[6:]
+    reply = record["calls"][0]["reply"]  # stored once, in the calls (#27: the raw column held a second copy)
+    assert reply.startswith("WORD: w") and record["output"] == reply[6:] and view.entry.raw is None
     assert record["model"] == {"model": "toy-llm", "args": {}}  # `log` cannot change answers: not in the key
     assert record["calls"][0]["tokens"]["completion_tokens"] == 2
     assert view.entry.finished >= view.entry.started
@@ -118,7 +119,7 @@ def test_a_malformed_reply_is_retried_once_with_the_parse_error(videos, tmp_path
     assert retry.startswith("Say one word about chunk 0 of alpha") and build_toy.RETRY_MARK in retry
     assert "expected 'WORD: <word>'" in retry and "I would rather not say." in retry
     broken = state.units["toy.words"]["beta"][2].entry
-    assert len(broken.result["calls"]) == 2 and broken.raw == "I would rather not say."
+    assert len(broken.result["calls"]) == 2 and broken.result["calls"][-1]["reply"] == "I would rather not say."
     assert broken.error.startswith("malformed reply, also after one retry") and "expected 'WORD" in broken.error
     assert state.states["toy.join"]["beta"] == "blocked" and state.states["toy.join"]["alpha"] == "done"
 

@@ -108,9 +108,16 @@ def _absolute(sample: Sample) -> Sample:
     return copy
 
 
+SHORT_REPLY = 300
+"""Characters of a reply decisions.jsonl keeps: the whole reply is stored once, in the ledger
+(`lvu build show OUT ID --prompts`), and in removed.jsonl for a removed question's evidence."""
+
+
 def _short_vote(vote: dict[str, Any]) -> dict[str, Any]:
-    model = vote["model"]
-    return {"model": model.get("model") or model.get("backend"), "seed": vote["seed"], "reply": vote["reply"],
+    model, reply = vote["model"], vote["reply"]
+    if len(reply) > SHORT_REPLY:
+        reply = f"{reply[:SHORT_REPLY]}… ({len(reply)} characters; the whole reply: lvu build show)"
+    return {"model": model.get("model") or model.get("backend"), "seed": vote["seed"], "reply": reply,
             "ranking": vote["ranking"], "correct": vote["correct"]}
 
 

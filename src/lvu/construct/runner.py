@@ -249,12 +249,12 @@ async def _run_stage(stage: Stage, todo: list[tuple[Unit, str, int]], videos: di
         nonlocal failed, unreachable, in_a_row
         unit, key, ordinal = item
         record = outcome.record(stage, unit, mkey)
-        raw = next((c.reply for c in reversed(outcome.calls) if c.reply is not None), None)
-        store.ledger.commit(job, key, ordinal=ordinal, result=record, raw=raw, error=outcome.error,
+        # every reply is in the record's calls already: the ledger's raw column stays empty (stored once)
+        store.ledger.commit(job, key, ordinal=ordinal, result=record, raw=None, error=outcome.error,
                             started=outcome.started)
         # as a re-read gives it back (JSON, keys sorted: tuples become lists), without reading it back
         stored = json.loads(json.dumps(record, sort_keys=True, default=str))
-        entries[key] = Entry(key, ordinal, stored, raw, outcome.error, outcome.started, time.time())
+        entries[key] = Entry(key, ordinal, stored, None, outcome.error, outcome.started, time.time())
         status.ran += 1
         status.ran_calls += len(outcome.calls)
         failed += outcome.error is not None
