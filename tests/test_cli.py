@@ -129,3 +129,31 @@ def test_frames_and_cache_commands(tmp_path):
     pruned = lvu("cache", "prune", "--all", env_extra=env)
     assert "removed 1 entries" in pruned.stdout
     assert "0 entries" in lvu("cache", "info", env_extra=env).stdout
+
+
+def test_a_full_disk_is_one_line_whatever_command_hit_it(monkeypatch, capsys):
+    """#27: a full disk during a build ended in a 78-98 line double traceback (the cleanup failed too)."""
+    import errno
+    import sqlite3
+
+    from lvu import cli
+
+    def build_on_a_full_disk() -> None:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "out/videos/.v.mp4.tmp")
+        except OSError:
+            raise sqlite3.OperationalError("database or disk is full")  # the commit after it fails too
+
+    monkeypatch.setattr(cli, "app", build_on_a_full_disk)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("error: disk full (database or disk is full) — free space, then run the same command again")
+
+    def a_bug() -> None:
+        raise ValueError("not a disk problem")
+
+    monkeypatch.setattr(cli, "app", a_bug)
+    with pytest.raises(ValueError):  # anything else is not swallowed
+        cli.main()

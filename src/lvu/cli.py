@@ -439,9 +439,32 @@ def main() -> None:
         if e.code == 130:  # typer's exit after a KeyboardInterrupt: 143 when SIGTERM stopped it
             sys.exit(_interrupted_exit_code())
         raise
+    except Exception as e:
+        full = disk_full(e)
+        if full is None:
+            raise
+        err_console.print(f"error: disk full ({full}) — free space, then run the same command again: what was "
+                          "completed is kept and a build or run resumes from it", markup=False, highlight=False)
+        sys.exit(1)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def disk_full(error: BaseException) -> str | None:
+    """What a full disk said, when it is behind `error` or an error raised while handling it (a
+    full disk often fails the cleanup too), else None."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if getattr(e, "errno", None) == 28 or "disk is full" in str(e) or "No space left" in str(e):
+            return str(e).splitlines()[0][:200] if str(e) else "no space left on device"
+        stack += [e.__cause__, e.__context__]
+    return None
 
 
 def _interrupted_exit_code() -> int:

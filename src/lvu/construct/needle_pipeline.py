@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError, field_validator
 from lvu.construct import needle_questions as questions
 from lvu.construct.needles import (JSONL_NAME, TASKS, BackgroundFile, BuildResult, Job, NeedleSettings, _keyed,
                                    _remove_stale, _sample, audio_format, find_backgrounds, pieces_of, plan_build,
-                                   probe_cached)
+                                   probe_cached, remove_partial)
 from lvu.construct.pipeline import (Item, Pipeline, PipelineOptions, Stage, StageFailure, Unit, register_pipeline,
                                     register_stage)
 from lvu.construct.splice import CRF, splice
@@ -316,6 +316,7 @@ def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Pa
         progress(item, made)
 
     pipeline.progress = report
+    remove_partial(Path(out_dir), dead_only=True)  # a killed build's half-written videos, even if this one stops too
     started = time.time()
     state, written = asyncio.run(run_build(pipeline, items, out_dir, {}, concurrency=workers, show_progress=False,
                                            note=lambda message: None, replace=replace))

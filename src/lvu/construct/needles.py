@@ -296,11 +296,25 @@ def _remove_stale(out: Path, keep: set[str]) -> None:
     remove_partial(out)
 
 
-def remove_partial(out: Path) -> None:
+def remove_partial(out: Path, *, dead_only: bool = False) -> None:
     """The temporary files of splices a kill -9 cut short (lvu.construct.splice writes `.NAME.PID.tmp`
-    and renames it when done)."""
+    and renames it when done); `dead_only`: only those whose process is gone (a build starting, before
+    it holds the folder's lock, leaves a live writer's file alone)."""
     for p in (out / "videos").glob(".*.tmp"):
+        pid = p.name.rsplit(".", 2)[-2]
+        if dead_only and pid.isdigit() and _alive(int(pid)):
+            continue
         p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def shifted_cues(cues: list[Any], pieces: list[Piece], rate: Fraction) -> list[tuple[float, float, str]]:

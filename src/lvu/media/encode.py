@@ -6,6 +6,7 @@ helpers a splice needs (parameter sets of an avcC record, Annex B -> length-pref
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import av
@@ -18,8 +19,9 @@ def x264_options(*, gop: int, crf: int = 23, preset: str = "veryfast", bframes: 
     `repeat_headers` puts SPS/PPS in front of every keyframe (a stream spliced between other
     streams must carry its own). `threads=1` makes the bytes reproducible: with several threads
     (frame or sliced) x264 gave different bitstreams for identical input on short runs (measured
-    with PyAV 18's libx264; tests/test_build_needle.py pins same seed = same bytes)."""
-    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:open-gop=0"
+    with PyAV 18's libx264; tests/test_build_needle.py pins same seed = same bytes); so does
+    leaving out AVX-512 (`_no_avx512`)."""
+    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:open-gop=0" + _no_avx512()
     if bframes is not None:
         params += f":bframes={bframes}"
     if repeat_headers:
@@ -28,6 +30,22 @@ def x264_options(*, gop: int, crf: int = 23, preset: str = "veryfast", bframes: 
     if threads is not None:
         options["threads"] = str(threads)
     return options
+
+
+@cache
+def _no_avx512() -> str:
+    """`:asm=...` without AVX-512 on a CPU that has it (else ""): x264's AVX-512 macroblock-tree code
+    reads uninitialised heap memory, so with threads=1 the bytes still changed with what the process
+    had freed before (1-3 bytes of a slice, same decoded picture). AVX2 gives the bytes a clean heap
+    gives; every AVX-512 CPU has all the flags listed."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return ""
+    if "avx512f" not in flags:
+        return ""
+    return ":asm=MMX2,SSE,SSE2,SSE2Fast,LZCNT,SSE3,SSSE3,SSE4.1,SSE4.2,AVX,FMA3,BMI1,BMI2,AVX2"
 
 
 def add_h264_stream(container: Any, width: int, height: int, rate: Fraction | int, **options: Any) -> Any:
