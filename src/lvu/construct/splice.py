@@ -105,11 +105,33 @@ def probe_background(path: str | Path) -> Background:
     exact = (1 / rate) / tb
     ticks = int(exact) if exact.denominator == 1 else 0
     delay = (packets[0][0] - packets[0][1]) if packets[0][1] is not None else 0
+    rotation = _display_rotation(path)
+    if rotation:
+        raise DataError(f"{path}: is shown rotated by {rotation}° (a display matrix), which spliced needles would not "
+                        "follow — re-encode it upright first (e.g. `ffmpeg -i IN OUT` applies the rotation)")
     reason = _copy_blocker(codec, extradata, pix_fmt, packets, index, ticks, first, delay)
     if reason is None and len(set(pts_sorted)) != len(pts_sorted):
         reason = "it has repeated timestamps"
+    if width % 2 or height % 2:  # x264 (yuv420p) needs even sides: every frame is scaled to the next even size
+        reason = f"its size {width}x{height} is odd (x264 needs even sides: scaled to {even(width)}x{even(height)})"
     return Background(path, width, height, rate, tb, ticks, first, len(pts_sorted), keyframes or (0,), delay,
                       reason, audio_format)
+
+
+def even(n: int) -> int:
+    return n + n % 2
+
+
+def _display_rotation(path: Path) -> int:
+    """The rotation a player applies (its first frame's display matrix), 0 when none."""
+    container, stream = _open(path)
+    try:
+        frame = next(container.decode(stream), None)
+        return int(round(getattr(frame, "rotation", 0) or 0)) % 360
+    except av.FFmpegError:
+        return 0  # the decode stage names a damaged file
+    finally:
+        container.close()
 
 
 def _start(stream: Any) -> float:
@@ -277,7 +299,8 @@ class _EncodeWriter:
 
     def __init__(self, bg: Background, container: Any, crf: int, stats: SpliceStats) -> None:
         self.bg, self.container, self.stats = bg, container, stats
-        self.stream = add_h264_stream(container, bg.width, bg.height, bg.rate, gop=bg.gop, crf=crf, preset=PRESET,
+        self.size = (even(bg.width), even(bg.height))  # an odd-sized background is scaled (probe_background)
+        self.stream = add_h264_stream(container, *self.size, bg.rate, gop=bg.gop, crf=crf, preset=PRESET,
                                       threads=1)  # reproducible bytes; --workers parallelise across videos
         self.n = 0
         self.after: Callable[[int], None] = lambda out_frames: None
@@ -303,6 +326,8 @@ class _EncodeWriter:
 
     def _encode(self, frame: Any) -> None:
         frame = _prepared(frame)
+        if (frame.width, frame.height) != self.size:
+            frame = frame.reformat(width=self.size[0], height=self.size[1], format="yuv420p")
         frame.pts, frame.time_base = self.n, Fraction(1) / self.bg.rate
         self.container.mux(self.stream.encode(frame))
         self.n += 1

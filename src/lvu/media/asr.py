@@ -41,6 +41,7 @@ import av
 import numpy as np
 
 from lvu.errors import LvuError, VideoError
+from lvu.media.identity import not_regular
 from lvu.media.subtitles import clean_text
 from lvu.paths import cache_dir
 from lvu.types import Subtitle
@@ -161,6 +162,8 @@ def load_audio(video_path: str | Path) -> tuple[np.ndarray, float]:
     frame) of its first sample. Gaps in the audio are filled with silence; damage past the start
     ends the audio early with a warning. LvuError when there is no audio track."""
     path = str(video_path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise VideoError(not_regular(path))
     try:
         container = av.open(path)
     except FileNotFoundError:

@@ -16,6 +16,7 @@ from pathlib import Path
 import av
 
 from lvu.errors import VideoError
+from lvu.media.identity import not_regular
 
 log = logging.getLogger("lvu.media.video")
 
@@ -29,6 +30,8 @@ def _open(path: str | Path):
         raise VideoError(f"{path}: file not found — check the path and the benchmark's video directory")
     if p.is_dir():
         raise VideoError(f"{path}: is a directory, not a video file — point to the video file itself")
+    if not p.is_file():
+        raise VideoError(not_regular(path))
     if p.stat().st_size == 0:
         raise VideoError(f"{path}: file is empty (0 bytes) — the download or extraction failed; {_REFETCH}")
     try:

@@ -40,7 +40,7 @@ from lvu.errors import LvuError
 from lvu.media import video as _video
 from lvu.media.cache_entry import _MAGIC, _Corrupt, _decode_payload, _encode, _read_entry  # noqa: F401  (re-exported)
 from lvu.media.identity import video_fingerprint  # noqa: F401  (re-exported: lvu.media.cache.video_fingerprint)
-from lvu.media.video import FrameBatch, Resize
+from lvu.media.video import MAX_FRAME_SIDE, FrameBatch, Resize
 from lvu.paths import cache_dir
 
 log = logging.getLogger("lvu.cache")
@@ -128,6 +128,7 @@ class FrameCache:
             what = [float(t) for t in timestamps]
         spec = {
             "video": video_fingerprint(video_path), "frames": what, "resize": _resize_spec(resize),
+            "max_side": MAX_FRAME_SIDE,  # frames past it are scaled down (lvu.media.video.bounded)
             "approximate": bool(approximate), "encoding": encoding or self.encoding, "decoder": _decoder_id(backend),
         }
         blob = json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import struct
 import threading
 from pathlib import Path
@@ -18,6 +19,13 @@ _BLOCK = 64 << 10
 _N_BLOCKS = 8
 _fingerprints: dict[tuple[str, int, int], str] = {}
 _fp_lock = threading.Lock()
+
+
+def not_regular(path: str | Path) -> str:
+    """The error for a path that is not a regular file (a FIFO would hang the reader, a device such
+    as /dev/urandom never ends)."""
+    return (f"{path}: not a regular file (a pipe, device or socket, or a link to one) — point to the video "
+            "file itself")
 
 
 def video_fingerprint(path: str | Path) -> str:
@@ -32,6 +40,8 @@ def video_fingerprint(path: str | Path) -> str:
         raise VideoError(f"{path}: file not found — check the path and the benchmark's video directory") from None
     except OSError as e:
         raise VideoError(f"{path}: cannot read video ({e.strerror}) — check permissions") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise VideoError(not_regular(path))
     memo = (real, st.st_size, st.st_mtime_ns)
     with _fp_lock:
         if memo in _fingerprints:
