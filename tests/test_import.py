@@ -115,7 +115,8 @@ def test_lvbench_answer_file_counts_unknown_uids(lvbench_release, tmp_path):
     out = lvu("import", str(answers), "-b", "lvbench", "--root", str(lvbench_release), "--results-dir", str(results))
     run_id = imported_run(out)
     assert "1 of 4 rows of answers.json matched no lvbench sample (999)" in out.stderr
-    assert out.stderr.count("\n") == 1  # one line, no traceback
+    assert out.stderr.count("\n") == 2 and "Traceback" not in out.stderr  # that line, and the coverage warning
+    assert "have no row in answers.json; the score covers the 3 answered" in out.stderr
     assert "imported 3 of 4 rows (official) for 3 of 4 samples" in out.stdout
     assert Store(results).run(run_id).status == "partial"  # uid 58 has no answer: coverage shows it
     rows = assert_same_numbers(results, run_id, "lvbench", str(answers), "--root", str(lvbench_release))
@@ -371,3 +372,49 @@ def test_migrating_page_commands_are_real(tmp_path):
     example = next(c for c in commands if c.startswith("lvu import tests/fixtures/"))
     out = lvu(*example.split()[1:], "--results-dir", str(tmp_path / "res"), cwd=REPO)
     assert out.returncode == 0 and "score 77.8 %" in out.stdout, out.stderr
+
+
+# ---- #27: no silently wrong numbers ------------------------------------------------------------------
+
+
+def test_a_stray_quote_that_merges_rows_is_refused(tmp_path, videos):
+    """One stray `"` made `imported 1 of 1 rows … 100.0 %` of a 3-row sheet (truth 66.7 %)."""
+    root = videomme_release(tmp_path / "release", videos)
+    lines = vlmevalkit_sheet(GROUPED, {"001-1": "C", "001-2": "B", "002-1": "A"}).splitlines()
+    lines[1] = lines[1].rsplit("\t", 1)[0] + '\t"C'  # the first prediction opens a quote nobody closes
+    sheet = tmp_path / "m_Video-MME.tsv"
+    sheet.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LvuError, match=r"row 2: its 'prediction' field runs over the rows after it — a stray"):
+        import_file(sheet, "videomme", settings={"data": str(root)}, results_dir=tmp_path / "res")
+
+
+def test_a_sheet_answering_part_of_the_benchmark_says_so(tmp_path, videos):
+    root = videomme_release(tmp_path / "release", videos)
+    sheet = tmp_path / "m_Video-MME.tsv"
+    sheet.write_text(vlmevalkit_sheet(GROUPED, {"001-1": "C"}))
+    done = lvu("import", str(sheet), "-b", "videomme", "--root", str(root), "--results-dir", str(tmp_path / "res"))
+    assert done.returncode == 0 and re.search(r"warning: \d+ of the \d+ videomme questions have no row", done.stderr)
+
+
+def test_xlsx_predictions_that_are_unsaved_formulas_are_refused(tmp_path, videos):
+    openpyxl = pytest.importorskip("openpyxl")
+    root = videomme_release(tmp_path / "release", videos)
+    book = openpyxl.Workbook()
+    for i, row in enumerate(csv.reader(vlmevalkit_sheet(GROUPED, {"001-1": "C", "001-2": "A"}).splitlines(),
+                                       delimiter="\t")):
+        book.active.append(row if i == 0 else [*row[:-1], '=UPPER("c")'])  # openpyxl saves no computed value
+    sheet = tmp_path / "m_Video-MME.xlsx"
+    book.save(sheet)
+    with pytest.raises(LvuError, match=r"row 2: its prediction is a formula \(=UPPER"):
+        import_file(sheet, "videomme", settings={"data": str(root)}, results_dir=tmp_path / "res")
+
+
+def test_a_reply_with_an_unpaired_surrogate_is_stored_escaped(tmp_path):
+    from lvu.types import RunSpec, SampleResult
+
+    store = Store(tmp_path / "res")
+    run_id = store.begin_run(RunSpec(benchmark="b", model="m", settings={}), {}, fresh=True)
+    store.put(run_id, SampleResult(sample_id="a", labels={}, answer=0, response="C \ud800 D"), 0)
+    [stored] = list(store.results(run_id))
+    assert stored.response == "C \\ud800 D"
+    store.close()

@@ -45,6 +45,11 @@ def import_results(
     saved = summary.saved
     for line in saved.problems(benchmark):
         err_console.print(line, markup=False, highlight=False)
+    if len(saved.rows) < summary.n_total:  # never a score that silently covers part of the benchmark
+        err_console.print(f"warning: {summary.n_total - len(saved.rows)} of the {summary.n_total} {benchmark} questions "
+                          f"have no row in {file.name}; the score covers the {len(saved.rows)} answered — a cut or "
+                          "damaged file, or predictions on another split/subset (--set split=...)?",
+                          markup=False, highlight=False)
     print_tables(summary.tables, f"{benchmark} × {summary.spec.model}")
     top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))
     failed = f", {summary.n_failed} failed" if summary.n_failed else ""

@@ -429,7 +429,21 @@ def read_table(path: Path, text: str | None) -> list[tuple[str, dict]]:
     if not reader.fieldnames or "prediction" not in reader.fieldnames:
         raise DataError(f"{path}: no 'prediction' column (columns: {', '.join(reader.fieldnames or [])}) — pass "
                         "VLMEvalKit's <model>_<dataset> prediction file")
-    return [(f"{path}: row {i + 2}", dict(r)) for i, r in enumerate(reader)]
+    rows = [(f"{path}: row {i + 2}", dict(r)) for i, r in enumerate(reader)]
+    _no_merged_rows(path, rows, "\t" if suffix == ".tsv" else ",")
+    return rows
+
+
+def _no_merged_rows(path: Path, rows: list[tuple[str, dict]], delimiter: str) -> None:
+    """Refuse a sheet whose quoting swallowed rows: a stray `"` opening a field makes the reader take
+    every line up to the next `"` as that one field (VLMEvalKit's index column starts each row, so a
+    field holding a line break followed by `<number><delimiter>` is a row eaten by another)."""
+    eaten = re.compile(rf"\n\d+{re.escape(delimiter)}")
+    for where, row in rows:
+        for column, value in row.items():
+            if isinstance(value, str) and eaten.search(value):
+                raise DataError(f"{where}: its {column!r} field runs over the rows after it — a stray '\"' opens "
+                                "a quoted field there; fix that quote (or re-save the sheet with pandas) and import again")
 
 
 def _xlsx_rows(path: Path) -> list[tuple[str, dict]]:
@@ -452,8 +466,27 @@ def _xlsx_rows(path: Path) -> list[tuple[str, dict]]:
     if "prediction" not in header:
         raise DataError(f"{path}: no 'prediction' column in its first sheet — pass VLMEvalKit's "
                         "<model>_<dataset>.xlsx prediction file")
+    column = header.index("prediction")
+    if any(row[column] is None for row in values[1:] if len(row) > column and any(v is not None for v in row)):
+        _no_unsaved_formulas(path, column)
     return [(f"{path}: row {i + 2}", dict(zip(header, row))) for i, row in enumerate(values[1:])
             if any(v is not None for v in row)]
+
+
+def _no_unsaved_formulas(path: Path, column: int) -> None:
+    """Refuse prediction cells that are formulas without a saved value (a sheet written by a
+    program, never opened in a spreadsheet app): read as values they are empty responses."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path, read_only=True, data_only=False)
+    try:
+        for i, row in enumerate(book.worksheets[0].iter_rows(values_only=True, min_row=2)):
+            cell = row[column] if len(row) > column else None
+            if isinstance(cell, str) and cell.startswith("="):
+                raise DataError(f"{path}: row {i + 2}: its prediction is a formula ({cell[:40]}) with no saved value — "
+                                "open and save the sheet in a spreadsheet app, or export it as .tsv, then import again")
+    finally:
+        book.close()
 
 
 # ---- model names -----------------------------------------------------------------------------------

@@ -118,6 +118,17 @@ def default_results_dir() -> Path:
     return Path(os.environ.get("LVU_RESULTS_DIR", "lvu-results"))
 
 
+
+def escape_surrogates(value: Any) -> Any:
+    """`value` with every unpaired surrogate in its strings written as the text `\\udXXX`."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [escape_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    return value
+
 class RunInfo(BaseModel):
     run_id: str
     benchmark: str
@@ -368,6 +379,11 @@ class Store:
             self.db.execute("COMMIT")
 
     def _put(self, run_id: str, result: SampleResult, ordinal: int) -> None:
+        try:
+            record = result.model_dump_json()
+        except ValueError:  # an unpaired surrogate ("\ud800" in a reply's JSON) is not UTF-8: store it escaped
+            result = SampleResult.model_validate(escape_surrogates(result.model_dump()))
+            record = result.model_dump_json()
         self.db.execute(
             "INSERT INTO samples (run_id, sample_id, ordinal, record, score, correct, error, completed, digest)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -375,7 +391,7 @@ class Store:
             " record = excluded.record, score = excluded.score, correct = excluded.correct,"
             " error = excluded.error, completed = excluded.completed, digest = excluded.digest",
             (
-                run_id, result.sample_id, ordinal, result.model_dump_json(), result.score,
+                run_id, result.sample_id, ordinal, record, result.score,
                 None if result.correct is None else int(result.correct), result.error, time.time(),
                 result.sample_digest,
             ),
