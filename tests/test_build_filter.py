@@ -463,3 +463,19 @@ def test_decisions_keep_a_short_reply_the_ledger_the_whole_one():
     short = _short_vote(vote)["reply"]
     assert short.startswith("x" * SHORT_REPLY) and len(short) < SHORT_REPLY + 80 and "5000 characters" in short
     assert _short_vote({**vote, "reply": "B"})["reply"] == "B"
+
+
+def test_a_filter_of_another_input_into_the_same_folder_is_refused_unless_replace(tmp_path, env):
+    """#27 item 3 for `lvu build filter`: other input into an existing -o replaced its files silently."""
+    first, other = jsonl_data(tmp_path / "a", 4), jsonl_data(tmp_path / "b", 2)
+    with FakeOpenAIServer(answer="A") as server:
+        assert lvu("build", "filter", str(first), "--rule", "text-only", "-o", str(tmp_path / "f"),
+                   *model_args(server, "m"), env=env).returncode == 0
+        before = (tmp_path / "f" / "kept.jsonl").read_text()
+        refused = lvu("build", "filter", str(other), "--rule", "text-only", "-o", str(tmp_path / "f"),
+                      *model_args(server, "m"), env=env)
+        assert refused.returncode == 2 and "--replace" in refused.stderr and "Traceback" not in refused.stderr
+        assert (tmp_path / "f" / "kept.jsonl").read_text() == before
+        replaced = lvu("build", "filter", str(other), "--rule", "text-only", "-o", str(tmp_path / "f"), "--replace",
+                       *model_args(server, "m"), env=env)
+        assert replaced.returncode == 0 and "--replace: rebuilding" in replaced.stdout

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import KV_HELP, ResultsDir, check_limit, console, err_console, parse_kv
+from lvu.cli_common import KV_HELP, REPLACE_HELP, ResultsDir, check_limit, console, err_console, parse_kv
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -35,10 +35,18 @@ def split_model_args(models: list[str], args: dict[str, Any]) -> list[dict[str, 
     return [{**shared, **own} for own in out]
 
 
+def filter_pipeline(settings: FilterSettings, n_models: int) -> Any:
+    """The blind-filter pipeline this command's settings make (its build.json; check_rebuild)."""
+    from lvu.construct.filtering import BlindFilter
+
+    return BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
+                        "seed_base": settings.seed_base, "asr": settings.asr, "models": n_models})
+
+
 async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
                   **kwargs: Any) -> tuple[FilterOutcome, dict[str, Any]]:
     """The outcome, and the build.json that lets `lvu build status OUT` open the filter's folder."""
-    from lvu.construct.filtering import BlindFilter, filter_samples, model_roles, unique_items
+    from lvu.construct.filtering import filter_samples, model_roles, unique_items
     from lvu.construct.store import build_config
     from lvu.models.probes import build_model
 
@@ -47,9 +55,7 @@ async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]]
         for name, a in zip(names, args):
             models.append(build_model(name, a))
         outcome = await filter_samples(bench, models, settings, **kwargs)
-        pipeline = BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
-                                "seed_base": settings.seed_base, "asr": settings.asr, "models": len(models)})
-        config = build_config(pipeline, dict(zip(model_roles(len(models)), models)), unique_items(outcome.samples),
+        config = build_config(filter_pipeline(settings, len(models)), dict(zip(model_roles(len(models)), models)), unique_items(outcome.samples),
                               store_dir=outcome.results_dir)
         return outcome, config
     finally:
@@ -76,6 +82,7 @@ def filter_command(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the removed-% chart (PNG, SVG or PDF by suffix).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")] = 1000,
     results_dir: ResultsDir = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Remove the questions a model answers without the video — the papers' blind filters.
 
@@ -88,7 +95,8 @@ def filter_command(
     """
     from lvu.construct.filter_files import source_benchmark
     from lvu.construct.filtering import FilterSettings
-    from lvu.construct.store import build_lock, refuse_other_build
+    from lvu.construct.filtering import model_roles, unique_items
+    from lvu.construct.store import build_lock, check_rebuild, refuse_other_build
 
     check_limit(limit)
     if concurrency < 1:
@@ -107,6 +115,8 @@ def filter_command(
 
     # one builder per output folder; the lock sits beside the filter's ledger, so a killed filter leaves OUT as it was
     with build_lock(out, lock_dir=results_dir if results_dir is not None else default_results_dir()):
+        check_rebuild(out, filter_pipeline(settings, len(model)), unique_items(samples),
+                      dict(zip(model_roles(len(model)), model)), replace=replace)
         _filter_into(out, bench, model, args, settings, samples, bad, results_dir, concurrency, fresh, plot,
                      bootstrap)
 
