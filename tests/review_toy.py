@@ -5,6 +5,9 @@ plain 4-option question with nothing but its options."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +102,26 @@ def accept(decoys=(0, 1, 2, 3), modality="video-only", answer=None, new_decoys=(
 
 def reject(reason="the answer is not in the video", **more) -> dict:
     return {"status": "rejected", "reason": reason, **more}
+
+
+@contextmanager
+def served(review: Review, allowed_hosts: list[str] | None = None) -> Iterator[int]:
+    """The review app on a free loopback port (raw requests reach it byte for byte): its port."""
+    import uvicorn
+
+    from lvu.web.review_app import create_review_app
+    from lvu.web.serve import bind
+
+    sock = bind("127.0.0.1", 0)
+    app = create_review_app(review.source, review.store, allowed_hosts=allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        threading.Event().wait(0.02)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

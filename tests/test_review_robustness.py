@@ -22,7 +22,7 @@ from lvu.web.review_app import create_review_app  # noqa: E402
 from lvu.web.review_data import load_source  # noqa: E402
 from lvu.web.review_store import ReviewStore  # noqa: E402
 from lvu.media.testing import make_video  # noqa: E402
-from review_toy import accept, build, open_review  # noqa: E402
+from review_toy import accept, build, open_review, served  # noqa: E402
 
 OTHER = {"id": "other/1", "video": "videos/other.mp4", "question": "What is shown?",
          "options": ["a", "b", "c", "d"], "answer": 0}
@@ -43,20 +43,8 @@ def pair(toy, tmp_path):
 
 @pytest.fixture()
 def live(pair):
-    import uvicorn
-
-    from lvu.web.serve import bind
-
-    sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_review_app(pair.source, pair.store), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started and thread.is_alive():
-        threading.Event().wait(0.02)
-    yield sock.getsockname()[1], pair
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with served(pair) as port:
+        yield port, pair
 
 
 def test_a_token_opens_only_its_own_questions_videos(pair):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import threading
 from urllib.parse import quote
 
 import pytest
@@ -17,7 +16,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from lvu.web.media import VideoFiles  # noqa: E402
 from lvu.web.review_app import create_review_app  # noqa: E402
-from review_toy import accept, build, open_review, reject  # noqa: E402
+from review_toy import accept, build, open_review, reject, served  # noqa: E402
 
 SCRIPT = "<script>alert('x')</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -106,21 +105,8 @@ def test_writes_cannot_be_forged_from_another_site(pair):
 @pytest.fixture()
 def live(pair):
     """The review app on a free loopback port (raw paths reach it byte for byte)."""
-    import uvicorn
-
-    from lvu.web.serve import bind
-
-    sock = bind("127.0.0.1", 0)
-    app = create_review_app(pair.source, pair.store, allowed_hosts=["127.0.0.1"])
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started and thread.is_alive():
-        threading.Event().wait(0.02)
-    yield sock.getsockname()[1], pair
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with served(pair, allowed_hosts=["127.0.0.1"]) as port:
+        yield port, pair
 
 
 def raw_get(port: int, path: str) -> tuple[int, bytes]:

@@ -40,10 +40,12 @@ import numpy as np
 
 from lvu import args as _args
 from lvu.errors import LvuError
+from lvu.media.audio import encode as encode_audio
 from lvu.models import response_cache
 from lvu.models.base import Model, register_model
-from lvu.models.openai_reply import one_line as _one_line
+from lvu.models.openai_http import AttemptTimedOut, ReplyTooLarge, cap_reply
 from lvu.models.openai_reply import NO_CHOICES, parse_completion
+from lvu.models.openai_reply import one_line as _one_line
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
 from lvu.models.retry import (
     PREFLIGHT_TIMEOUT,
@@ -53,7 +55,6 @@ from lvu.models.retry import (
     retryable_status,
     with_retries,
 )
-from lvu.media.audio import encode as encode_audio
 from lvu.types import Audio, Frame, Prompt, Response, as_rgb
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -190,37 +191,6 @@ def request_key(base_url: str, body: dict[str, Any]) -> str:
 
 retry_after = retry_after_from_headers
 """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
-
-
-MAX_REPLY_BYTES = 16 << 20
-"""The largest reply body read (a completion of thousands of tokens with logprobs is ~1 MB): a
-server sending more is cut off there, not held whole in memory (its sample fails in one line)."""
-
-
-class ReplyTooLarge(Exception):
-    """A reply body past MAX_REPLY_BYTES (not retried: the same server would send it again)."""
-
-
-class AttemptTimedOut(Exception):
-    """An attempt ran past `timeout` seconds in all (a server trickling bytes never trips an idle
-    read timeout); retried like the SDK's timeouts."""
-
-
-async def cap_reply(response: Any) -> None:
-    """httpx response hook (runs before the body is read): refuse a declared length past
-    MAX_REPLY_BYTES, else read the body in chunks, stopping at the cap, and keep it as the body the
-    SDK then parses (httpx's `aread` returns `_content` when it is set)."""
-    declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
-        await response.aclose()
-        raise ReplyTooLarge(f"the reply declares {int(declared) >> 20} MB, more than {MAX_REPLY_BYTES >> 20} MB")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > MAX_REPLY_BYTES:
-            await response.aclose()
-            raise ReplyTooLarge(f"the reply was cut at {MAX_REPLY_BYTES >> 20} MB (the server kept sending)")
-    response._content = bytes(body)
 
 
 class MalformedReply(Exception):

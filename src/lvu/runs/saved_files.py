@@ -21,7 +21,6 @@ a row are simply absent.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import tempfile
@@ -31,6 +30,7 @@ from typing import Any
 
 from lvu.benchmarks.base import Benchmark, json_id_map, lmms_log_response
 from lvu.errors import DataError, LvuError
+from lvu.runs.vlmevalkit_sheets import read_table
 from lvu.types import LETTERS, Sample
 
 FORMATS = ("auto", "lmms-eval", "vlmevalkit", "official")
@@ -103,7 +103,7 @@ def read_saved(bench: Benchmark, path: Path, fmt: str = "auto") -> SavedFile:
     if fmt == "auto":
         fmt = detect_format(path, text)
     if fmt == "vlmevalkit":
-        rows = read_table(path, text)
+        rows = read_table(path, text)  # lvu.runs.vlmevalkit_sheets
         return _join(bench, path, fmt, [_vlmevalkit_row(r) for r in rows], model_name=vlmevalkit_model_name(path))
     if text is None:
         raise DataError(f"{path}: an .xlsx sheet is a VLMEvalKit file — pass --format vlmevalkit (or auto)")
@@ -406,87 +406,6 @@ def _from_pairs(path: Path, pairs: list[tuple[Sample, str]], n_rows: int | None)
         seen.add(sample.id)
         out.rows.append(SavedRow(sample, text))
     return out
-
-
-# ---- VLMEvalKit sheets ---------------------------------------------------------------------------
-
-
-def read_table(path: Path, text: str | None) -> list[tuple[str, dict]]:
-    """(where, row) per data row of a VLMEvalKit sheet: .tsv / .csv (pandas' to_csv), .xlsx (openpyxl),
-    or JSON records."""
-    suffix = path.suffix.lower()
-    if suffix == ".xlsx":
-        return _xlsx_rows(path)
-    assert text is not None
-    if suffix not in (".tsv", ".csv"):
-        whole = _whole_json(text)
-        if isinstance(whole, list) and all(isinstance(r, dict) for r in whole):
-            return [(f"{path}: record {i + 1}", r) for i, r in enumerate(whole)]
-        raise DataError(f"{path}: not a VLMEvalKit prediction file — expected .xlsx, .tsv, .csv or a JSON "
-                        "list of records with a 'prediction' field")
-    csv.field_size_limit(1 << 30)  # long replies
-    reader = csv.DictReader(text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ",")
-    if not reader.fieldnames or "prediction" not in reader.fieldnames:
-        raise DataError(f"{path}: no 'prediction' column (columns: {', '.join(reader.fieldnames or [])}) — pass "
-                        "VLMEvalKit's <model>_<dataset> prediction file")
-    rows = [(f"{path}: row {i + 2}", dict(r)) for i, r in enumerate(reader)]
-    _no_merged_rows(path, rows, "\t" if suffix == ".tsv" else ",")
-    return rows
-
-
-def _no_merged_rows(path: Path, rows: list[tuple[str, dict]], delimiter: str) -> None:
-    """Refuse a sheet whose quoting swallowed rows: a stray `"` opening a field makes the reader take
-    every line up to the next `"` as that one field (VLMEvalKit's index column starts each row, so a
-    field holding a line break followed by `<number><delimiter>` is a row eaten by another)."""
-    eaten = re.compile(rf"\n\d+{re.escape(delimiter)}")
-    for where, row in rows:
-        for column, value in row.items():
-            if isinstance(value, str) and eaten.search(value):
-                raise DataError(f"{where}: its {column!r} field runs over the rows after it — a stray '\"' opens "
-                                "a quoted field there; fix that quote (or re-save the sheet with pandas) and import again")
-
-
-def _xlsx_rows(path: Path) -> list[tuple[str, dict]]:
-    try:
-        import openpyxl
-    except ImportError:
-        raise LvuError(f"{path}: reading .xlsx needs openpyxl — pip install 'lvu[xlsx]' (or openpyxl), or "
-                       "save the sheet as .tsv (VLMEvalKit: PRED_FORMAT=tsv)") from None
-    try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as e:  # noqa: BLE001 — zip/XML errors of a damaged file: one line
-        raise DataError(f"{path}: not a readable .xlsx file ({type(e).__name__}: {e})") from None
-    try:
-        values = list(book.worksheets[0].iter_rows(values_only=True))
-    finally:
-        book.close()
-    if not values:
-        return []
-    header = [str(h) if h is not None else "" for h in values[0]]
-    if "prediction" not in header:
-        raise DataError(f"{path}: no 'prediction' column in its first sheet — pass VLMEvalKit's "
-                        "<model>_<dataset>.xlsx prediction file")
-    column = header.index("prediction")
-    if any(row[column] is None for row in values[1:] if len(row) > column and any(v is not None for v in row)):
-        _no_unsaved_formulas(path, column)
-    return [(f"{path}: row {i + 2}", dict(zip(header, row))) for i, row in enumerate(values[1:])
-            if any(v is not None for v in row)]
-
-
-def _no_unsaved_formulas(path: Path, column: int) -> None:
-    """Refuse prediction cells that are formulas without a saved value (a sheet written by a
-    program, never opened in a spreadsheet app): read as values they are empty responses."""
-    import openpyxl
-
-    book = openpyxl.load_workbook(path, read_only=True, data_only=False)
-    try:
-        for i, row in enumerate(book.worksheets[0].iter_rows(values_only=True, min_row=2)):
-            cell = row[column] if len(row) > column else None
-            if isinstance(cell, str) and cell.startswith("="):
-                raise DataError(f"{path}: row {i + 2}: its prediction is a formula ({cell[:40]}) with no saved value — "
-                                "open and save the sheet in a spreadsheet app, or export it as .tsv, then import again")
-    finally:
-        book.close()
 
 
 # ---- model names -----------------------------------------------------------------------------------
