@@ -93,6 +93,18 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _registered_name(name: str) -> str:
+    """The name a model class stores (a `module:Class` plugin may name itself), else `name`."""
+    from lvu.models import load_all
+    from lvu.models.base import MODELS
+
+    try:
+        load_all()
+        return str(getattr(MODELS.get(name), "name", name))
+    except Exception:  # noqa: BLE001  (an unknown model is named by the build itself, later)
+        return name
+
+
 def changes_from_record(out: str | Path, pipeline: Pipeline, items: Sequence[Item],
                         models: dict[str, str]) -> list[str]:
     """How this build differs from the one OUT/build.json records, a line each: options, the model
@@ -109,7 +121,7 @@ def changes_from_record(out: str | Path, pipeline: Pipeline, items: Sequence[Ite
             changes.append(f"option {name}: {before.get(name)!r} -> {now.get(name)!r}")
     recorded = {role: (m.get("key") or {}).get("model") for role, m in (old.get("models") or {}).items()}
     for role in sorted(set(recorded) & set(models)):
-        if recorded[role] != models[role]:
+        if recorded[role] != models[role] and recorded[role] != _registered_name(models[role]):
             changes.append(f"{role} model: {recorded[role]} -> {models[role]}")
     new_items = {i.id: _plain({"path": i.path, "data": i.data or {}}) for i in items}
     gone = [v["id"] for v in old.get("videos") or [] if v["id"] not in new_items]

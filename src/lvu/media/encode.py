@@ -20,8 +20,8 @@ def x264_options(*, gop: int, crf: int = 23, preset: str = "veryfast", bframes: 
     streams must carry its own). `threads=1` makes the bytes reproducible: with several threads
     (frame or sliced) x264 gave different bitstreams for identical input on short runs (measured
     with PyAV 18's libx264; tests/test_build_needle.py pins same seed = same bytes); so does
-    leaving out AVX-512 (`_no_avx512`)."""
-    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:open-gop=0" + _no_avx512()
+    leaving out AVX-512 (`no_avx512`)."""
+    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:open-gop=0" + no_avx512()
     if bframes is not None:
         params += f":bframes={bframes}"
     if repeat_headers:
@@ -33,7 +33,7 @@ def x264_options(*, gop: int, crf: int = 23, preset: str = "veryfast", bframes: 
 
 
 @cache
-def _no_avx512() -> str:
+def no_avx512() -> str:
     """`:asm=...` without AVX-512 on a CPU that has it (else ""): x264's AVX-512 macroblock-tree code
     reads uninitialised heap memory, so with threads=1 the bytes still changed with what the process
     had freed before (1-3 bytes of a slice, same decoded picture). AVX2 gives the bytes a clean heap

@@ -18,6 +18,8 @@ from typing import Any
 import av
 import numpy as np
 
+from lvu.media.encode import no_avx512
+
 BITS = 16
 _ROWS, _COLS = 4, 4
 # Frame-duration pattern (in units of 1/fps) for VFR videos: irregular but deterministic.
@@ -118,7 +120,8 @@ def make_video(
         stream.pix_fmt = "yuv420p"
         stream.options = {
             "preset": "veryfast",
-            "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:open-gop=0",
+            "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:open-gop=0"
+                           + no_avx512(),  # the same bytes every time (lvu.media.encode.no_avx512)
         }
         if ticks:
             stream.codec_context.time_base = Fraction(1, ticks)
@@ -229,7 +232,7 @@ def make_video_with_audio(
         vs = out.add_stream("libx264", rate=rate)
         vs.width, vs.height = size
         vs.pix_fmt = "yuv420p"
-        vs.options = {"preset": "ultrafast"}
+        vs.options = {"preset": "ultrafast", **({"x264-params": no_avx512()[1:]} if no_avx512() else {})}
         aus = out.add_stream("aac", rate=sample_rate, layout="mono") if clips else None
         if aus is not None:
             aus.codec_context.time_base = Fraction(1, sample_rate)
