@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import KV_HELP, REPLACE_HELP, ResultsDir, check_limit, console, err_console, parse_kv
+from lvu.cli_common import (
+    KV_HELP,
+    Replace,
+    ResultsDir,
+    check_limit,
+    console,
+    err_console,
+    parse_kv,
+)
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -82,7 +90,7 @@ def filter_command(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the removed-% chart (PNG, SVG or PDF by suffix).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")] = 1000,
     results_dir: ResultsDir = None,
-    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    replace: Replace = False,
 ) -> None:
     """Remove the questions a model answers without the video — the papers' blind filters.
 
@@ -94,8 +102,7 @@ def filter_command(
         lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
     """
     from lvu.construct.filter_files import source_benchmark
-    from lvu.construct.filtering import FilterSettings
-    from lvu.construct.filtering import model_roles, unique_items
+    from lvu.construct.filtering import FilterSettings, model_roles, unique_items
     from lvu.construct.store import build_lock, check_rebuild, refuse_other_build
 
     check_limit(limit)

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import REPLACE_HELP, console, err_console
+from lvu.cli_common import Replace, console, err_console
 from lvu.errors import LvuError
 
 
@@ -31,7 +31,7 @@ def needle_command(
     reencode: Annotated[bool, typer.Option("--reencode", help="Decode and re-encode every frame (never copy background packets).")] = False,
     exact_audio: Annotated[bool, typer.Option("--exact-audio", help="Re-encode all sound sample-exactly (default: copy the background's AAC packets between splice points, within half an AAC frame of the picture).")] = False,
     workers: Annotated[int, typer.Option(help="Videos made at once.")] = 2,
-    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    replace: Replace = False,
 ) -> None:
     """Insert needles (clips, images shown N seconds, or text) into background videos at chosen
     depths and lengths: an lvu JSONL benchmark for `lvu run -b jsonl --data OUT/needle.jsonl`.
@@ -40,7 +40,12 @@ def needle_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from lvu.construct.needle_pipeline import NeedleOptions, NeedlePipeline, build_needles, flag_options
+    from lvu.construct.needle_pipeline import (
+        NeedleOptions,
+        NeedlePipeline,
+        build_needles,
+        flag_options,
+    )
 
     if workers < 1:
         raise LvuError(f"--workers {workers}: must be at least 1")
@@ -74,7 +79,7 @@ def ladder_command(
     sources: Annotated[list[Path], typer.Argument(help="The MLVU release folder, or lvu JSONL files (e.g. `lvu build needle` outputs).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: ladder.jsonl, videos/.")],
     lengths: Annotated[str, typer.Option(help="Ladder lengths in seconds (MLVU: 180,360,600).")] = "180,360,600",
-    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    replace: Replace = False,
 ) -> None:
     """MLVU's Time-ladder: cut videos to each length, keeping the questions whose evidence stays
     inside. Needs evidence positions: `lvu build needle` outputs carry them; the MLVU release does not.

@@ -10,9 +10,18 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, REPLACE_HELP, check_limit,
-                            console, err_console, parse_kv)
 from lvu.build_run_cli import print_problems, print_status
+from lvu.cli_common import (
+    KV_HELP,
+    Executor,
+    RayAddress,
+    RayArgs,
+    Replace,
+    check_limit,
+    console,
+    err_console,
+    parse_kv,
+)
 from lvu.errors import LvuError
 
 
@@ -47,10 +56,10 @@ def neptune_command(
     filter_threshold: Annotated[int, typer.Option("--filter-threshold", help="Remove a QAD when the filter "
                                                   "top-ranks its answer in at least this many runs.")] = 2,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
-    ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
-    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    executor: Executor = "local",
+    ray_address: RayAddress = None,
+    ray_arg: RayArgs = None,
+    replace: Replace = False,
 ) -> None:
     """Neptune's automatic QAD pipeline: a folder of videos in, a filtered benchmark out.
 

@@ -13,8 +13,17 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import (EXECUTOR_HELP, KV_HELP, RAY_ADDRESS_HELP, RAY_ARG_HELP, REPLACE_HELP, check_limit,
-                            console, err_console, parse_kv)
+from lvu.cli_common import (
+    KV_HELP,
+    Executor,
+    RayAddress,
+    RayArgs,
+    Replace,
+    check_limit,
+    console,
+    err_console,
+    parse_kv,
+)
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -159,10 +168,10 @@ def run_command(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Units in flight per stage.")] = 4,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)] = None,
-    ray_arg: Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)] = None,
-    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    executor: Executor = "local",
+    ray_address: RayAddress = None,
+    ray_arg: RayArgs = None,
+    replace: Replace = False,
 ) -> None:
     """Run any build pipeline: its items through its stages, each unit committed as it completes
     (the same command resumes), then its files. Exit codes: 0 all done; 1 some units failed

@@ -80,6 +80,12 @@ EXECUTOR_HELP = "local (default) | ray: the units on a Ray cluster (the ray extr
 RAY_ADDRESS_HELP = "Ray cluster to join: ray://HOST:10001, HOST:6379 or auto (default: $RAY_ADDRESS, else a local Ray)."
 RAY_ARG_HELP = "Ray executor setting, KEY=VALUE (repeatable): num_replicas, num_gpus, num_cpus, decode_cpus, ..."
 
+# The options every build command shares (one definition; ResultsDir is the same for runs).
+Replace = Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)]
+Executor = Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)]
+RayAddress = Annotated[Optional[str], typer.Option("--ray-address", help=RAY_ADDRESS_HELP)]
+RayArgs = Annotated[Optional[list[str]], typer.Option("--ray-arg", help=RAY_ARG_HELP)]
+
 
 def check_limit(limit: int | None) -> None:
     """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
