@@ -10,15 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import (
-    KV_HELP,
-    Replace,
-    ResultsDir,
-    check_limit,
-    console,
-    err_console,
-    parse_kv,
-)
+from lvu.cli_common import (KV_HELP, Replace, ResultsDir, check_limit, console, err_console, parse_kv)
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
