@@ -19,6 +19,7 @@ def needle_command(
     background: Annotated[Path, typer.Option("--background", "-b", help="A background video or a folder of them (subtitles: same name, .srt/.vtt).")],
     needles: Annotated[Path, typer.Option("--needles", "-n", help="A folder of needle clips / images / .txt files, one such file, or a needle JSONL file (.jsonl).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: needle.jsonl, videos/, subtitles/.")],
+    segments: Annotated[Optional[Path], typer.Option("--segments", help="An ActivityNet-Captions file ({id: {duration, timestamps, sentences}}): --task order from consecutive captioned segments of the videos in --needles (a folder), MLVU's second Action Order form.")] = None,
     task: Annotated[str, typer.Option("--task", "-t", help="nqa (one needle, its question) | order (several, their order) | count (one needle, how often).")] = "nqa",
     depths: Annotated[str, typer.Option(help="nqa: where each needle starts, percent of the video (0 = first frame, 100 = ends on the last); 'random' as MLVU.")] = "0,25,50,75,100",
     lengths: Annotated[Optional[str], typer.Option(help="Output lengths in seconds, comma-separated (background trimmed or looped); default: the background's.")] = None,
@@ -50,7 +51,8 @@ def needle_command(
     if workers < 1:
         raise LvuError(f"--workers {workers}: must be at least 1")
     options = flag_options(NeedleOptions, {
-        "needles": str(needles), "task": task, "depths": depths, "lengths": lengths, "per_cell": per_cell,
+        "needles": str(needles), "segments": str(segments) if segments else None, "task": task, "depths": depths,
+        "lengths": lengths, "per_cell": per_cell,
         "order_size": order_size, "max_count": max_count, "needle_seconds": needle_seconds, "seed": seed, "crf": crf,
         "reencode": reencode, "exact_audio": exact_audio})
     pipeline = NeedlePipeline(options)

@@ -188,7 +188,7 @@ STEPS: tuple[Step, ...] = (
          "filter-lvbench"),
     Step("needle nqa", _needle("nqa", "--depths", "0,50,100", "--lengths", "12,45"), "needle-nqa"),
     Step("needle order", _needle("order", "--order-size", "3", "--lengths", "20", "--per-cell", "4"), "needle-order"),
-    Step("needle count", _needle("count", "--max-count", "3", "--lengths", "25", "--per-cell", "4"), "needle-count"),
+    Step("needle count", _needle("count", "--max-count", "4", "--lengths", "25", "--per-cell", "4"), "needle-count"),
     Step("filter text-only", _filter("text-only", _nqa_source, ["-m", "random"]), "filter-text-only"),
     Step("ladder", _ladder, "ladder"),
     # last: it writes neptune_mma.json into the Neptune build folder (digested above before it did)

@@ -15,6 +15,7 @@ itself; the question is MLVU's shape (`candidates` + `answer` as the option text
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -54,11 +55,19 @@ class Needle:
     duration: float = field(default=0.0, compare=False)
     """Seconds it lasts at its own frame rate (videos: probed; others: `seconds`)."""
     has_audio: bool = field(default=False, compare=False)
+    offset: float = 0.0
+    """Seconds into the source video where it starts (a segment of a longer video; 0: its start)."""
+    group: str = ""
+    """The source video whose consecutive segments it is one of (ActivityNet-Captions; else "")."""
+    index: int = -1
+    """Its place among its group's segments (0, 1, ...; -1: not a segment)."""
 
     @property
     def name(self) -> str:
-        """A short id-safe name (file stem or text)."""
+        """A short id-safe name (file stem or text; a segment: its video and number)."""
         base = Path(self.source).stem if self.kind != "text" else self.source
+        if self.group:
+            base = f"{self.group}-{self.index}"
         return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-").lower()[:40] or self.kind
 
     def identity(self) -> dict[str, Any]:
@@ -66,7 +75,8 @@ class Needle:
         from lvu.media.identity import video_fingerprint
 
         what = video_fingerprint(self.source) if self.kind != "text" else self.source
-        return {"kind": self.kind, "what": what, "seconds": self.seconds}
+        offset = {"offset": self.offset} if self.offset else {}  # keys of whole-clip needles stay as they were
+        return {"kind": self.kind, "what": what, "seconds": self.seconds, **offset}
 
 
 def label_of(path: str | Path) -> str:
@@ -74,20 +84,30 @@ def label_of(path: str | Path) -> str:
     return " ".join(re.split(r"[_\-\s]+", Path(path).stem)).strip()
 
 
+NEEDLE_SUFFIXES = VIDEO_SUFFIXES + IMAGE_SUFFIXES + TEXT_SUFFIXES
+
+
 def load_needles(source: str | Path, *, seconds: float = 3.0) -> list[Needle]:
     """The needles of a folder (video, image and .txt files; sorted by name), one such file, or a
-    JSONL file (.jsonl). `seconds`: how long images and text are shown when a line does not say."""
+    JSONL file (.jsonl). `seconds`: how long images and text are shown when a line does not say.
+    A sub-folder of a needles folder is one label: its files are several needles of it (MLVU's
+    Action Count inserts several different clips of one action), labelled with the folder's name."""
     source = Path(source)
     if not source.exists():
         raise DataError(f"{source}: not found — pass a folder of needle clips/images or a needle JSONL file")
     if source.is_dir():
-        needles = [_from_file(p, seconds) for p in sorted(source.iterdir())
-                   if p.suffix.lower() in VIDEO_SUFFIXES + IMAGE_SUFFIXES + TEXT_SUFFIXES]
+        needles = []
+        for p in sorted(source.iterdir()):
+            if p.is_dir():
+                needles += [_from_file(f, seconds, label=label_of(p.name)) for f in sorted(p.iterdir())
+                            if f.suffix.lower() in NEEDLE_SUFFIXES]
+            elif p.suffix.lower() in NEEDLE_SUFFIXES:
+                needles.append(_from_file(p, seconds))
         if not needles:
             raise DataError(f"{source}: no needle files (videos {', '.join(VIDEO_SUFFIXES[:4])}, images, .txt) — "
                             "put the needles there or pass a needle JSONL file")
         return needles
-    if source.suffix.lower() in VIDEO_SUFFIXES + IMAGE_SUFFIXES + TEXT_SUFFIXES:
+    if source.suffix.lower() in NEEDLE_SUFFIXES:
         return [_from_file(source, seconds)]  # one needle, as -b takes one video
     if source.suffix.lower() not in JSONL_SUFFIXES:
         raise DataError(f"{source}: not a needle (videos {', '.join(VIDEO_SUFFIXES[:4])}, images, .txt) nor a needle "
@@ -101,15 +121,17 @@ def load_needles(source: str | Path, *, seconds: float = 3.0) -> list[Needle]:
     return needles
 
 
-def _from_file(path: Path, seconds: float) -> Needle:
+def _from_file(path: Path, seconds: float, *, label: str | None = None) -> Needle:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
         text = " ".join(path.read_text(encoding="utf-8").split())
         if not text:
             raise DataError(f"{path}: empty text needle — write the text to show in it")
-        return Needle("text", text, text, seconds, where=str(path), duration=seconds)
-    kind = "video" if suffix in VIDEO_SUFFIXES else "image"
-    return _checked(Needle(kind, str(path), label_of(path), None if kind == "video" else seconds, where=str(path)))
+        return Needle("text", text, label or text, seconds, where=str(path), duration=seconds)
+    if suffix in VIDEO_SUFFIXES:
+        return _checked(Needle("video", str(path), label or label_of(path), None, where=str(path)))
+    # an image is shown `seconds`, as from a JSONL line (it once lasted one frame: duration unset)
+    return _checked(Needle("image", str(path), label or label_of(path), seconds, where=str(path), duration=seconds))
 
 
 def _from_record(line: str, where: str, base: Path, default_seconds: float) -> Needle:
@@ -184,12 +206,15 @@ def _checked(needle: Needle) -> Needle:
         container.close()
     except LvuError as e:  # unreadable: say which needle line when it came from a JSONL file
         raise DataError(str(e) if needle.where == needle.source else f"{needle.where}: {e}") from None
-    duration = info.duration if needle.seconds is None else min(info.duration, needle.seconds)
-    if needle.seconds is not None and needle.seconds > info.duration + 1e-6:
+    room = info.duration - needle.offset
+    duration = room if needle.seconds is None else min(room, needle.seconds)
+    if needle.offset and (needle.offset >= info.duration or needle.offset + (needle.seconds or 0) > info.duration + 0.5):
+        raise DataError(f"{needle.where}: segment {needle.offset:g}-{needle.offset + (needle.seconds or 0):g} s is "
+                        f"outside the video ({info.duration:.2f} s) — fix the timestamps")
+    if not needle.offset and needle.seconds is not None and needle.seconds > info.duration + 1e-6:
         raise DataError(f"{needle.where}: seconds {needle.seconds:g} is longer than the clip ({info.duration:.2f} s) "
                         "— drop `seconds` or use a longer clip")
-    return Needle(needle.kind, needle.source, needle.label, needle.seconds, needle.question, needle.options,
-                  needle.answer, needle.where, duration=duration, has_audio=has_audio)
+    return dataclasses.replace(needle, duration=duration, has_audio=has_audio)
 
 
 # ---- pixels and samples at a background's size and rate ---------------------------------------------
@@ -282,6 +307,10 @@ def needle_frames(needle: Needle, width: int, height: int, rate: Fraction) -> It
     stream.thread_type = "AUTO"
     try:
         j, first, shown = 0, None, None
+        if needle.offset:  # a segment: from the keyframe before it; frames before its start only stand in
+            first = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
+            first += needle.offset
+            container.seek(int(first / stream.time_base), stream=stream, backward=True)
         for frame in container.decode(stream):
             t = float(frame.time) if frame.time is not None else 0.0
             first = t if first is None else first
@@ -303,4 +332,81 @@ def needle_audio(needle: Needle, n: int, fmt: AudioFormat) -> np.ndarray | None:
     if needle.kind != "video" or not needle.has_audio:
         return None
     samples = decode_audio(needle.source, fmt)
-    return None if samples is None else samples[:, :n]
+    skip = round(needle.offset * fmt.rate)
+    return None if samples is None else samples[:, skip:skip + n]
+
+
+# ---- ActivityNet-Captions segments (MLVU's second Action Order form) ----------------------------------
+
+
+def load_segments(captions: str | Path, videos: str | Path, *, problems: list[str]) -> list[Needle]:
+    """Each captioned segment of an ActivityNet-Captions-style file as a needle cut from its video:
+
+        {"v_QOlSCBRmfWY": {"duration": 82.73, "timestamps": [[0.83, 19.86], ...], "sentences": ["...", ...]}}
+
+    The video is VIDEOS/<id>.<ext> (or without ActivityNet's `v_` prefix). Segments are taken in
+    time order; one that overlaps the one kept before it starts where that one ends (dropped when
+    less than a second is left), and one outside the video is dropped: each such record, a missing
+    video and a malformed record is one line in `problems` (file and record), and the others are kept."""
+    captions, videos = Path(captions), Path(videos)
+    if not captions.is_file():
+        raise DataError(f"{captions}: not found — pass the ActivityNet-Captions file (e.g. train.json)")
+    try:
+        data = json.loads(captions.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise DataError(f"{captions}: not a readable JSON file ({type(e).__name__}) — pass an ActivityNet-Captions "
+                        'file: {"<id>": {"duration": s, "timestamps": [[s, e], ...], "sentences": [...]}}') from None
+    if not isinstance(data, dict) or not data:
+        raise DataError(f"{captions}: not an ActivityNet-Captions file — expected an object of "
+                        '{"<id>": {"duration": s, "timestamps": [[s, e], ...], "sentences": [...]}}')
+    if not videos.is_dir():
+        raise DataError(f"{videos}: not a folder — with --segments, --needles is the folder of the source videos")
+    files = {p.stem: p for p in sorted(videos.iterdir()) if p.suffix.lower() in VIDEO_SUFFIXES}
+    out: list[Needle] = []
+    for vid, rec in data.items():
+        where = f"{captions}: {vid}"
+        spans = _segment_spans(rec, where, problems)
+        if not spans:
+            continue
+        path = files.get(vid) or files.get(vid.removeprefix("v_"))
+        if path is None:
+            problems.append(f"{where}: no video {vid}.mp4 (or {vid.removeprefix('v_')}.mp4) in {videos} — its "
+                            "segments are left out")
+            continue
+        for k, (start, end, sentence, n) in enumerate(spans):
+            try:
+                out.append(_checked(Needle("video", str(path), sentence, end - start, where=f"{where} segment {n}",
+                                           offset=start, group=vid, index=k)))
+            except DataError as e:
+                problems.append(str(e))
+    return out
+
+
+def _segment_spans(rec: Any, where: str, problems: list[str]) -> list[tuple[float, float, str, int]]:
+    """(start, end, sentence, record number) of one video's segments, in time order, without overlaps."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("timestamps"), list) or \
+            not isinstance(rec.get("sentences"), list) or len(rec["timestamps"]) != len(rec["sentences"]):
+        problems.append(f"{where}: needs `timestamps` and `sentences`, lists of one length — left out")
+        return []
+    duration = rec.get("duration")
+    found = []
+    for n, (span, sentence) in enumerate(zip(rec["timestamps"], rec["sentences"])):
+        ok = isinstance(span, list) and len(span) == 2 and all(isinstance(x, (int, float)) for x in span)
+        text = " ".join(str(sentence).split()) if isinstance(sentence, str) else ""
+        if not ok or not text or not 0 <= span[0] < span[1] or \
+                (isinstance(duration, (int, float)) and span[1] > duration + 0.5):
+            problems.append(f"{where} segment {n}: span {span!r} is not inside 0-{duration} s (or its sentence is "
+                            "empty) — left out")
+            continue
+        found.append((float(span[0]), float(span[1]), text, n))
+    kept: list[tuple[float, float, str, int]] = []
+    for start, end, text, n in sorted(found):
+        if kept and start < kept[-1][1]:
+            if end - kept[-1][1] < 1.0:
+                problems.append(f"{where} segment {n}: {start:g}-{end:g} s lies inside segment {kept[-1][3]} — left out")
+                continue
+            problems.append(f"{where} segment {n}: {start:g}-{end:g} s overlaps segment {kept[-1][3]}; it starts at "
+                            f"{kept[-1][1]:g} s")
+            start = kept[-1][1]
+        kept.append((start, end, text, n))
+    return kept

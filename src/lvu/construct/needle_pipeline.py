@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,7 @@ from lvu.construct.splice import CRF, splice
 from lvu.errors import LvuError
 
 STAGE = "needle.splice"
+log = logging.getLogger("lvu.construct.needles")
 
 
 def numbers(value: Any, *, example: str, low: float | None = None, high: float | None = None,
@@ -63,6 +65,8 @@ class NeedleOptions(PipelineOptions):
 
     needles: str | None = Field(None, description="a folder of needle clips / images / .txt files, or a needle "
                                                   "JSONL file (needed to plan; not to resume or show)")
+    segments: str | None = Field(None, description="an ActivityNet-Captions file: order questions from consecutive "
+                                                   "captioned segments of the videos in `needles` (a folder)")
     task: str = Field("nqa", description="nqa (one needle, its question) | order (several, their order) | "
                                          "count (one needle, how often)")
     depths: list[float] | Literal["random"] = Field(
@@ -274,14 +278,20 @@ class NeedlePipeline(Pipeline):
         return [NeedleSplice(self.options, self.progress)]
 
     def items(self, inputs: Sequence[str]) -> list[Item]:
-        from lvu.construct.needle_media import load_needles
+        from lvu.construct.needle_media import load_needles, load_segments
 
         if len(inputs) != 1:
             raise LvuError(f"needle build: pass one background video or folder of them (got {len(inputs)} inputs)")
         if not self.config.needles:
             raise LvuError("needle build: no needles — pass --opt needles=PATH (a folder of needle clips, images "
                            "and .txt files, or a needle JSONL file)")
-        pool = load_needles(self.config.needles, seconds=self.config.needle_seconds)
+        if self.config.segments:
+            problems: list[str] = []
+            pool = load_segments(self.config.segments, self.config.needles, problems=problems)
+            for line in problems:  # one line per record left out or trimmed; the others are built
+                log.warning("%s", line)
+        else:
+            pool = load_needles(self.config.needles, seconds=self.config.needle_seconds)
         settings = self.config.settings()
         return job_items(plan_build(find_backgrounds(inputs[0]), pool, settings), settings)
 

@@ -134,9 +134,19 @@ def plan_build(backgrounds: list[BackgroundFile], needles: list[Needle], s: Need
     for d in s.depths or ():
         if not 0 <= d <= 100:
             raise LvuError(f"depth {d:g} is outside 0-100 — depths are percent of the video, e.g. 0,25,50,75,100")
-    if s.task == "order" and len({n.label for n in needles}) < max(2, s.order_size):
+    segments = any(n.group for n in needles)
+    if segments and s.task != "order":
+        raise LvuError(f"--segments makes Action Order questions (--task order), not --task {s.task}")
+    groups = _groups(needles, s.order_size) if segments else {}
+    if segments and not groups:
+        raise LvuError(f"--task order with --segments needs a video with {s.order_size} segments or more "
+                       "(none has) — lower --order-size or check the segments file")
+    if s.task == "order" and not segments and len({n.label for n in needles}) < max(2, s.order_size):
         raise LvuError(f"--task order needs {max(2, s.order_size)} needles with different labels "
                        f"(got {len({n.label for n in needles})}) — add needles or lower --order-size")
+    if s.task == "count" and s.max_count < questions.N_OPTIONS:
+        raise LvuError(f"--max-count {s.max_count}: a count question offers {questions.N_OPTIONS} consecutive counts "
+                       f"from 1, each equally likely to be right — use --max-count {questions.N_OPTIONS} or more")
     for bg in backgrounds:
         for n in needles:
             if n.duration >= bg.info.duration:
@@ -144,11 +154,13 @@ def plan_build(backgrounds: list[BackgroundFile], needles: list[Needle], s: Need
                                 f"({bg.info.duration:.2f} s) — use a shorter needle or a longer background")
     rng = random.Random(f"lvu-needle-{VERSION}-{s.seed}-{s.task}")
     balance = AnswerBalancer(rng)
-    deck: list[Needle] = []
+    deck: list[Any] = []
+    pool: list[Any] = sorted(groups) if segments else sorted({n.label for n in needles}) if s.task == "count" \
+        else needles  # what each video takes one of: a segmented video, a counted label, a needle
 
-    def next_needle() -> Needle:  # every needle once (shuffled) before any repeats
+    def next_needle() -> Any:  # every one once (shuffled) before any repeats
         if not deck:
-            deck.extend(rng.sample(needles, len(needles)))
+            deck.extend(rng.sample(pool, len(pool)))
         return deck.pop()
 
     jobs: list[Job] = []
@@ -159,24 +171,37 @@ def plan_build(backgrounds: list[BackgroundFile], needles: list[Needle], s: Need
             n_frames = round(length * rate)
             cells = [(d, k) for d in (s.depths if s.task == "nqa" and s.depths else (None,)) for k in range(s.per_cell)]
             for depth, k in cells:
-                job = _plan_one(s, bg, length, n_frames, depth, k, rng, balance, next_needle, needles, labels)
+                job = _plan_one(s, bg, length, n_frames, depth, k, rng, balance, next_needle, needles, labels,
+                                groups)
                 jobs.append(job)
     return jobs
 
 
+def _groups(needles: list[Needle], size: int) -> dict[str, list[Needle]]:
+    """Segmented source videos with at least `size` segments: id -> its segments in time order."""
+    out: dict[str, list[Needle]] = {}
+    for n in needles:
+        out.setdefault(n.group, []).append(n)
+    return {g: sorted(segs, key=lambda n: n.index) for g, segs in out.items() if g and len(segs) >= size}
+
+
 def _plan_one(s: NeedleSettings, bg: BackgroundFile, length: float, n_frames: int, depth: float | None, k: int,
-              rng: random.Random, balance: AnswerBalancer, next_needle: Callable[[], Needle], needles: list[Needle],
-              labels: list[str]) -> Job:
+              rng: random.Random, balance: AnswerBalancer, next_needle: Callable[[], Any], needles: list[Needle],
+              labels: list[str], groups: dict[str, list[Needle]]) -> Job:
     rate = bg.info.rate
     if s.task == "nqa":
         chosen = [next_needle()]
+    elif s.task == "order" and groups:  # consecutive segments of one video, in their order
+        segs = groups[next_needle()]
+        first = rng.randint(0, len(segs) - s.order_size)
+        chosen = segs[first:first + s.order_size]
     elif s.task == "order":
         by_label = {n.label: n for n in rng.sample(needles, len(needles))}  # one needle per label
         chosen = [by_label[lb] for lb in rng.sample(sorted(by_label), s.order_size)]
-    else:
+    else:  # several clips of one label (MLVU: several probe clips of the action); the count within its window
         position = balance.take(questions.N_OPTIONS)
-        times = questions.count_window(position, s.max_count, rng)
-        chosen = [next_needle()] * times
+        low, times = questions.count_window(position, s.max_count, rng)
+        chosen = questions.clips_of(next_needle(), needles, times, rng)
     sizes = [frame_count(n, rate) for n in chosen]
     used = n_frames - sum(sizes)
     if used < 1:
@@ -197,10 +222,12 @@ def _plan_one(s: NeedleSettings, bg: BackgroundFile, length: float, n_frames: in
         except ValueError:
             raise LvuError(f"needle {n.where} has no question and there is no other label to ask about — give it "
                            "question/options/answer in a needle JSONL file, or add needles") from None
+    elif s.task == "order" and groups:
+        q = questions.order_events([n.label for n in chosen], rng, balance)
     elif s.task == "order":
         q = questions.order([n.label for n in chosen], rng, balance)
     else:
-        q = questions.count(chosen[0].label, len(chosen), position)
+        q = questions.count(chosen[0].label, low, position)
     starts = _starts(placed, sizes)
     if depth is not None:
         where = depth
@@ -210,7 +237,8 @@ def _plan_one(s: NeedleSettings, bg: BackgroundFile, length: float, n_frames: in
         where = sum(a + z / 2 for a, z in zip(starts, sizes)) / len(sizes) / n_frames * 100
     cell = f"d{depth:g}" if depth is not None else f"r{k}"
     suffix = f"-{k}" if depth is not None and s.per_cell > 1 else ""
-    name = chosen[0].name if s.task != "order" else f"{len(chosen)}"
+    name = chosen[0].name if s.task == "nqa" else _slug(chosen[0].label) if s.task == "count" else \
+        chosen[0].name if groups else f"{len(chosen)}"
     job = Job(f"{s.task}-{_slug(bg.path.stem)}-{length:g}s-{cell}-{name}{suffix}", bg, length, n_frames, placed, q,
               where)
     return job
