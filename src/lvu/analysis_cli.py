@@ -23,7 +23,7 @@ Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique pre
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
 ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters",
-            "blind", "niah")
+            "blind", "niah", "leak")
 
 
 WIDE = 10
@@ -140,24 +140,43 @@ def compare(
 
 def analyse(
     name: Annotated[str, typer.Argument(help=f"One of: {', '.join(ANALYSES)}.")],
-    runs: Runs = None,
+    runs: Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run); "
+                                                             "leak: a benchmark name or an lvu JSONL file.")] = None,
     results_dir: ResultsDir = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also write the plot (PNG, SVG or PDF by suffix).")] = None,
-    bootstrap: Bootstrap = 1000,
-    seed: Seed = 0,
+    bootstrap: Annotated[Optional[int], typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals; default 1000; not leak).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals); leak: the seed of its halves.")] = 0,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="leak: also ask this model each question without the video (any lvu model).")] = None,
+    model_arg: Annotated[Optional[list[str]], typer.Option("--model-arg", "-a", help="leak: the model's arguments, KEY=VALUE (repeatable).")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="leak: the benchmark's data file or directory.")] = None,
+    setting: Annotated[Optional[list[str]], typer.Option("--set", help="leak: a benchmark setting, KEY=VALUE (repeatable).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="leak: the label to group by (default: task, else question_type, ...; none: overall only).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="leak: print leak.json's content instead of the table.")] = False,
 ) -> None:
     """Run one of the papers' analyses on stored runs and print its table (docs/analysis.md).
 
     frames-curve, single-frame-bias and modality compare runs: pass them, or pass one and the
     stored runs that form its sweep / ablation are found. blind takes any number of blind-probe runs
     (`-m blind` / `-m blind-asr`): the share answered correctly without the video, per label. niah
-    takes runs of `lvu build needle` benchmarks: depth x length heatmaps, one per run (frame count)."""
+    takes runs of `lvu build needle` benchmarks: depth x length heatmaps, one per run (frame count).
+    leak takes a benchmark or JSONL file, not runs: how well options-only rules answer (exit 0 even
+    when a rule leaks; 1 when a -m model's calls failed)."""
     from lvu.analysis import analyses, sweeps
     from lvu.analysis.plots import plot_analysis, save
     from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
 
     if name not in ANALYSES:
         raise LvuError(f"unknown analysis {name!r} — use one of {', '.join(ANALYSES)}")
+    leak_only = {"--model": model, "--model-arg": model_arg, "--data": data, "--set": setting, "--by": by,
+                 "--json": json_out or None}
+    if name == "leak":
+        if bootstrap is not None:
+            raise LvuError("--bootstrap does not apply to leak: its intervals are Wilson score intervals (no resampling)")
+        return _leak(runs or [], results_dir, plot, seed, model, model_arg or [], data, setting or [], by, json_out)
+    given = next((flag for flag, v in leak_only.items() if v), None)
+    if given:
+        raise LvuError(f"{given} applies to `lvu analyse leak` only — {name} analyses stored runs")
+    bootstrap = 1000 if bootstrap is None else bootstrap
     data, store = _load(runs, results_dir)
     if name == "niah":  # any number of needle runs; several frame counts give the frames x depth x length grid
         return _niah(data, store, plot, bootstrap, seed)
@@ -192,6 +211,53 @@ def analyse(
         plot.parent.mkdir(parents=True, exist_ok=True)
         save(plot_analysis(result), plot)
         console.print(f"plot: {plot}")
+
+
+def _leak(sources: list[str], results_dir: Path | None, plot: Path | None, seed: int, model: str | None,
+          model_arg: list[str], data: Path | None, setting: list[str], by: str | None, json_out: bool) -> None:
+    """`lvu analyse leak BENCH-OR-FILE`: the options-only audit (lvu.analysis.leak)."""
+    import json
+
+    from lvu.analysis.leak import audit, leak_analysis, leak_table, leak_warnings
+    from lvu.construct.filter_files import source_benchmark
+
+    if len(sources) != 1:
+        raise LvuError(f"leak audits one benchmark or JSONL file, not runs (got {len(sources)}) — e.g. "
+                       "`lvu analyse leak videomme --data ~/data/Video-MME` or `lvu analyse leak OUT/needle.jsonl`")
+    source = sources[0]
+    bench = source_benchmark(source, {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")})
+    samples, bad = bench.loaded()
+    if bad:  # never silently: the audit is not of the whole file
+        err_console.print(f"note: {len(bad)} unreadable record(s) left out (`lvu data check` lists them); first: "
+                          f"{bad[0].error}", markup=False, highlight=False)
+    if by == "none":  # the overall rows only
+        by = ""
+    elif by is not None and not any(by in s.labels for s in samples):
+        known = ", ".join(sorted({k for s in samples for k in s.labels})) or "none"
+        raise LvuError(f"--by {by}: no sample of {source} has that label — its labels: {known}")
+    if model_arg and not model:
+        raise LvuError("--model-arg without --model — pass -m MODEL for the text-only row")
+    text_model = (model, parse_kv(model_arg, "--model-arg")) if model else None
+    result = audit(samples, by=by, seed=seed, text_model=text_model, results_dir=results_dir, source=source,
+                   show_progress=not json_out)
+    if not result.audited:
+        reasons = "; ".join(f"{n} {why}" for why, n in result.skipped.items()) or "no samples"
+        raise LvuError(f"{source}: no multiple-choice sample with an answer index — nothing to audit ({reasons})")
+    if json_out:
+        console.print(json.dumps(result.to_json(), indent=1, sort_keys=True, ensure_ascii=False), markup=False,
+                      highlight=False, soft_wrap=True)
+    else:
+        print_table(leak_table(result))
+    for line in leak_warnings(result):
+        err_console.print(line, markup=False, highlight=False, style="yellow")
+    if plot:
+        from lvu.analysis.plots import plot_analysis, save
+
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        save(plot_analysis(leak_analysis(result)), plot)
+        err_console.print(f"plot: {plot}", markup=False, highlight=False)
+    if result.failed:
+        raise typer.Exit(1)
 
 
 def _niah(data: list[RunData], store: object, plot: Path | None, bootstrap: int, seed: int) -> None:

@@ -127,6 +127,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     from lvu.analysis.blind import write_filter_summary
     from lvu.analysis_cli import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
+    from lvu.construct.runner import audit_benchmark
     from lvu.construct.store import BuildStore
 
     outcome, config = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
@@ -138,6 +139,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
                           "command again to resume — no file written", markup=False, highlight=False)
         raise typer.Exit(130 if outcome.interrupted else 1)
     paths = write_outputs(outcome, out)
+    audit_benchmark(paths["kept"], out, say=lambda line: err_console.print(line, markup=False, highlight=False))
     analysis = write_filter_summary(outcome, out, settings, model, bootstrap=bootstrap)
     BuildStore.write_config_to(out, config)  # `lvu build status OUT` / `show OUT ID` open it
     if analysis is not None:
@@ -153,7 +155,8 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
         console.print(f"no question to check: {len(outcome.skipped)} skipped (not multiple choice with an answer)",
                       markup=False, highlight=False)
     console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({len(outcome.removed)} "
-                  f"removed), {paths['decisions']}, {out / 'summary.json'}", markup=False, highlight=False)
+                  f"removed), {paths['decisions']}, {out / 'summary.json'}, {out / 'leak.json'}", markup=False,
+                  highlight=False)
     console.print(f"job {outcome.job_id} in {outcome.results_dir}: {outcome.calls} model calls, {outcome.n_reused} "
                   f"decisions from the ledger, {outcome.wall:.2f} s", markup=False, highlight=False)
     if outcome.bad:  # never silently: the kept file is not the whole input

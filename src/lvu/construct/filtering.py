@@ -201,6 +201,9 @@ class BlindFilter(Pipeline):
         return {"kept": len(outcome.kept), "removed": len(outcome.removed), "failed": len(outcome.failed),
                 **{k: str(v) for k, v in paths.items()}}
 
+    def benchmark_file(self, written: dict[str, Any], out: Path) -> Path | None:
+        return out / "kept.jsonl" if written else None  # the benchmark it makes; removed.jsonl is evidence
+
 
 def unique_items(samples: Sequence[Sample]) -> list[Item]:
     """One item per sample id (the first of duplicates: a decision is per question id)."""

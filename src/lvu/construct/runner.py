@@ -370,8 +370,7 @@ async def run_build(pipeline: Pipeline, videos: Sequence[Item], out: str | Path,
                                   before_work=preflight)
             if state.stopped:
                 raise BuildStopped(state.stopped)
-            written = pipeline.export(state, list(videos), Path(out))
-            return state, written
+            return state, export_and_audit(pipeline, state, videos, Path(out))
         finally:
             store.close()
             for model in {id(m): m for m in loaded.values()}.values():
@@ -409,13 +408,47 @@ async def _run_build_on_ray(pipeline: Pipeline, items: Sequence[Item], out: str 
                               show_progress=show_progress, note=note, before_work=units.preflight, executor=units)
         if state.stopped:
             raise BuildStopped(state.stopped)
-        return state, pipeline.export(state, list(items), Path(out))
+        return state, export_and_audit(pipeline, state, items, Path(out))
     finally:
         if store is not None:
             store.close()
         await units.close()
         if started_ray:
             ray.shutdown()
+
+
+def export_and_audit(pipeline: Pipeline, state: BuildState, items: Sequence[Item], out: Path) -> dict[str, Any]:
+    """`pipeline.export`, then the options-only audit of the benchmark it wrote (its `benchmark_file`):
+    what export wrote, plus "leak.json" when there was a benchmark to audit."""
+    written = pipeline.export(state, list(items), out)
+    path = pipeline.benchmark_file(written, out) if written else None
+    if path is None:
+        return written
+    try:
+        return {**written, "leak.json": str(audit_benchmark(path, out))}
+    except LvuError as e:  # the build's files are written: an unreadable benchmark file is said, not fatal
+        import sys
+
+        print(f"note: no leak audit of {path}: {e}", file=sys.stderr, flush=True)
+        return written
+
+
+def audit_benchmark(path: str | Path, out: str | Path, say: Callable[[str], None] | None = None) -> Path:
+    """Audit the lvu JSONL benchmark at `path` for options-only leaks (lvu.scoring.leak): write
+    OUT/leak.json and say one warning per leaking rule (default: on stderr — a build's own notes
+    may be silenced, its leaks never are). Every build does it after its export; `lvu build
+    filter` for its kept.jsonl."""
+    import sys
+
+    from lvu.benchmarks.jsonl import read_samples
+    from lvu.scoring.leak import audit_rules, leak_warnings, write_leak
+
+    samples, _ = read_samples(path)  # a build's own file: its bad lines were never written
+    result = audit_rules(samples, source=Path(path).name)
+    written = write_leak(result, out)
+    for line in leak_warnings(result):
+        (say or (lambda text: print(text, file=sys.stderr, flush=True)))(line)
+    return written
 
 
 def open_build(out: str | Path) -> tuple[Any, list[Item], BuildState]:
