@@ -6,6 +6,7 @@
     lvu build status OUT / lvu build show OUT VIDEO                      a build's progress, one video
     lvu build needle -b BG -n NEEDLES --task nqa|order|count -o OUT      needles into your videos
     lvu build ladder SOURCES --lengths 180,360,600 -o OUT                MLVU's Time-ladder cuts
+    lvu build convert ucf-crime|ego4d-nlq ANNOTATIONS... VIDEOS -o OUT    MLVU's converted tasks (AR, ER)
 
 Each command lives in its own module (build_filter_cli.py, build_neptune_cli.py) and is
 registered here; like every command module this one imports only typer and rich at module level.
@@ -32,3 +33,5 @@ build_app.command("subsets")(subsets_command)
 from lvu.build_needle_cli import ladder_command, needle_command  # noqa: E402  (typer + rich only)
 build_app.command("needle")(needle_command)
 build_app.command("ladder")(ladder_command)
+from lvu.build_convert_cli import convert_app  # noqa: E402  (typer + rich only)
+build_app.add_typer(convert_app, name="convert")

@@ -372,6 +372,13 @@ class Pipeline:
         what it wrote (name -> path or count) for the closing lines. Default: nothing."""
         return {}
 
+    def benchmark_file(self, written: dict[str, Any], out: Path) -> Path | None:
+        """The lvu JSONL benchmark `export` wrote, which the runner audits for options-only leaks
+        (OUT/leak.json, lvu.construct.runner.audit_benchmark); None: no benchmark was written.
+        Default: the first .jsonl file `written` names."""
+        return next((Path(v) for v in written.values() if isinstance(v, (str, Path)) and str(v).endswith(".jsonl")),
+                    None)
+
 
 VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v")
 
@@ -401,6 +408,8 @@ BUILTIN_PIPELINES = {
     "blind-filter": "lvu.construct.filtering",
     "needle": "lvu.construct.needle_pipeline",
     "ladder": "lvu.construct.ladder",
+    "convert-ucf-crime": "lvu.construct.convert_ucf",
+    "convert-ego4d-nlq": "lvu.construct.convert_nlq",
 }
 """Built-in pipeline name -> the module that registers it (imported when first asked for)."""
 
