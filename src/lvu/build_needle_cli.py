@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import Replace, console, err_console
+from lvu.cli_common import KV_HELP, Replace, console, err_console, parse_kv
 from lvu.errors import LvuError
 
 
@@ -32,6 +32,13 @@ def needle_command(
     reencode: Annotated[bool, typer.Option("--reencode", help="Decode and re-encode every frame (never copy background packets).")] = False,
     exact_audio: Annotated[bool, typer.Option("--exact-audio", help="Re-encode all sound sample-exactly (default: copy the background's AAC packets between splice points, within half an AAC frame of the picture).")] = False,
     workers: Annotated[int, typer.Option(help="Videos made at once.")] = 2,
+    questions: Annotated[str, typer.Option("--questions", help="nqa: template (the needle's own question, else which label appears) | llm (MLVU Figure 7: 1-3 questions per needle written by --llm from its caption: <stem>.caption beside it, a JSONL `caption`, or --captioner).")] = "template",
+    llm: Annotated[Optional[str], typer.Option("--llm", help="--questions llm: the text model writing the questions (any lvu model: openai, gemini, hf, vllm, ...).")] = None,
+    llm_arg: Annotated[Optional[list[str]], typer.Option("--llm-arg", help=f"--llm's arguments: {KV_HELP}")] = None,
+    vlm: Annotated[Optional[str], typer.Option("--vlm", help="--questions llm: an image model captioning needles without a caption (Neptune's frame caption prompt at 1 fps; implies --captioner vlm).")] = None,
+    vlm_arg: Annotated[Optional[list[str]], typer.Option("--vlm-arg", help=f"--vlm's arguments: {KV_HELP}")] = None,
+    captioner: Annotated[Optional[str], typer.Option("--captioner", help="--questions llm, needles without a caption: none (stop, naming them) | ocr (their on-screen text, offline) | vlm (--vlm). Default: vlm with --vlm, else none.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="--questions llm: model calls in flight.")] = 8,
     replace: Replace = False,
 ) -> None:
     """Insert needles (clips, images shown N seconds, or text) into background videos at chosen
@@ -41,6 +48,7 @@ def needle_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from lvu.construct.needle_llm_stages import QuestionsIncomplete
     from lvu.construct.needle_pipeline import (
         NeedleOptions,
         NeedlePipeline,
@@ -50,31 +58,74 @@ def needle_command(
 
     if workers < 1:
         raise LvuError(f"--workers {workers}: must be at least 1")
+    models = _question_models(task, questions, llm, llm_arg, vlm, vlm_arg, captioner, concurrency)
     options = flag_options(NeedleOptions, {
         "needles": str(needles), "segments": str(segments) if segments else None, "task": task, "depths": depths,
         "lengths": lengths, "per_cell": per_cell,
         "order_size": order_size, "max_count": max_count, "needle_seconds": needle_seconds, "seed": seed, "crf": crf,
-        "reencode": reencode, "exact_audio": exact_audio})
+        "reencode": reencode, "exact_audio": exact_audio, "questions": questions,
+        "captioner": captioner or ("vlm" if vlm else "none")})
     pipeline = NeedlePipeline(options)
     items = pipeline.items([str(background)])
     bar = Progress(TextColumn("making needle videos"), BarColumn(), MofNCompleteColumn(), console=err_console,
                    transient=True)
     with bar:
         todo = bar.add_task("", total=len(items))
-        result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo),
-                               replace=replace)
+        try:
+            result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo),
+                                   replace=replace, models=models, concurrency=concurrency)
+        except QuestionsIncomplete as e:  # the videos are made; some needles' questions are not
+            bar.stop()
+            for line in e.lines:
+                err_console.print(f"failed: {line}", markup=False, highlight=False)
+            err_console.print(f"no needle.jsonl yet: {len(e.lines)} unit(s) failed (each recorded; `lvu build status "
+                              f"{out}`) — run the same command again to ask them again", markup=False, highlight=False)
+            raise typer.Exit(1) from None
     modes = ", ".join(f"{n} {m}" for m, n in sorted(result.modes.items()))
     total = sum(result.frames.values())
     copied = f", {100 * result.frames.get('copied', 0) / total:.0f}% of frames copied" if total else ""
     console.print(f"{len(result.samples)} samples → {result.jsonl} ({result.made} videos made"
                   f"{f': {modes}' if modes else ''}{copied}; {result.reused} already there)", markup=False,
                   highlight=False)
+    asked = [s for s in result.samples if "nqa_question" in s.extra]
+    if asked:
+        needles = len({s.extra["needles"][0]["source"] for s in asked})
+        console.print(f"{len(asked)} of the samples ask questions --llm wrote from the captions of {needles} needle(s)",
+                      markup=False, highlight=False)
     for how, n in sorted(result.audio.items()):
         console.print(f"sound of {n} video(s): {how}", markup=False, highlight=False)
     for path, why in result.reasons.items():
         err_console.print(f"note: {path}: every frame re-encoded because {why}", markup=False, highlight=False)
     console.print(f"run it: lvu run -b jsonl --data {result.jsonl} -m MODEL --frames 32; then lvu analyse niah",
                   markup=False, highlight=False)
+
+
+def _question_models(task: str, questions: str, llm: str | None, llm_arg: list[str] | None, vlm: str | None,
+                     vlm_arg: list[str] | None, captioner: str | None,
+                     concurrency: int) -> dict[str, tuple[str, dict[str, object]]]:
+    """The models of --questions llm (role -> name, args), or a one-line error for flags that do not fit."""
+    if questions not in ("template", "llm"):
+        raise LvuError(f"--questions {questions!r}: use template or llm")
+    if questions == "template":
+        given = [flag for flag, value in (("--llm", llm), ("--vlm", vlm), ("--captioner", captioner)) if value]
+        if given:
+            raise LvuError(f"{given[0]} is for --questions llm (model-written Needle QA questions) — add "
+                           "--questions llm, or leave it out")
+        return {}
+    if task != "nqa":
+        raise LvuError(f"--questions llm writes Needle QA questions — use it with --task nqa (not --task {task})")
+    if not llm:
+        raise LvuError("--questions llm needs --llm MODEL (the text model writing the questions, e.g. --llm openai "
+                       "--llm-arg model=gpt-4o)")
+    if concurrency < 1:
+        raise LvuError(f"--concurrency {concurrency}: must be at least 1")
+    if captioner == "vlm" and not vlm:
+        raise LvuError("--captioner vlm needs --vlm MODEL (an image model for the needle captions) — or pass "
+                       "--captioner ocr to caption needles with their on-screen text, offline")
+    models: dict[str, tuple[str, dict[str, object]]] = {"llm": (llm, parse_kv(llm_arg or [], "--llm-arg"))}
+    if vlm and (captioner or "vlm") == "vlm":
+        models["vlm"] = (vlm, parse_kv(vlm_arg or [], "--vlm-arg"))
+    return models
 
 
 def ladder_command(

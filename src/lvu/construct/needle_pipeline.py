@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lvu.construct import needle_questions as questions
 from lvu.construct.needles import (JSONL_NAME, TASKS, BackgroundFile, BuildResult, Job, NeedleSettings, _keyed,
@@ -85,6 +85,19 @@ class NeedleOptions(PipelineOptions):
     reencode: bool = Field(False, description="decode and re-encode every frame (never copy background packets)")
     exact_audio: bool = Field(False, description="re-encode all sound sample-exactly (default: copy the "
                                                  "background's AAC packets between splice points)")
+    # --questions llm (lvu.construct.needle_llm): left out of build.json at their defaults (NeedlePipeline)
+    questions: Literal["template", "llm"] = Field("template", description="nqa: template (the needle's own "
+                                                  "question, else which label appears) | llm (MLVU Figure 7: 1-3 "
+                                                  "questions per needle by the llm model, from its caption)")
+    captioner: Literal["none", "ocr", "vlm"] = Field("none", description="questions=llm, a needle without a "
+                                                     "caption (<stem>.caption, a JSONL `caption`): none (stop, "
+                                                     "naming it) | ocr (its on-screen text) | vlm (the vlm model)")
+
+    @model_validator(mode="after")
+    def _llm_questions(self) -> NeedleOptions:
+        if self.questions == "llm" and self.task != "nqa":
+            raise ValueError(f"questions=llm writes Needle QA questions (task nqa), not task {self.task}")
+        return self
 
     @field_validator("task")
     @classmethod
@@ -267,15 +280,28 @@ class NeedlePipeline(Pipeline):
     (`lvu build needle`): INPUTS = a background video or a folder of them; --opt needles=PATH."""
 
     Options = NeedleOptions
+    models = {"llm": "writes the Needle QA questions from the needle captions (questions=llm)",
+              "vlm": "captions needles that have no caption (questions=llm, captioner=vlm)"}
 
     def __init__(self, options: Any = None, *, progress: Callable[[str, bool], None] | None = None) -> None:
         super().__init__(options)
         self.progress = progress
         self.samples: list[Any] = []
         """The samples the export wrote (this process)."""
+        self.workers: int | None = None
+        """Splices at once when the build's concurrency is higher (model calls: build_needles)."""
+        for name in ("questions", "captioner"):  # a template build's build.json stays as it was before them
+            if self.options.get(name) == NeedleOptions.model_fields[name].default:
+                del self.options[name]
 
     def stages(self) -> list[Stage]:
-        return [NeedleSplice(self.options, self.progress)]
+        splice = NeedleSplice(self.options, self.progress)
+        splice.max_concurrency = self.workers
+        if self.config.questions != "llm":
+            return [splice]
+        from lvu.construct.needle_llm_stages import question_stages
+
+        return [*question_stages(self.options), splice]
 
     def items(self, inputs: Sequence[str]) -> list[Item]:
         from lvu.construct.needle_media import load_needles, load_segments
@@ -293,7 +319,14 @@ class NeedlePipeline(Pipeline):
         else:
             pool = load_needles(self.config.needles, seconds=self.config.needle_seconds)
         settings = self.config.settings()
-        return job_items(plan_build(find_backgrounds(inputs[0]), pool, settings), settings)
+        jobs = plan_build(find_backgrounds(inputs[0]), pool, settings)
+        items = job_items(jobs, settings)
+        if self.config.questions == "llm":  # each video's needle: its caption, its question units' owner
+            from lvu.construct.needle_llm import plan_questions
+
+            plan_questions(items, [j.placed[0][0] for j in jobs], source=self.config.needles, seed=self.config.seed,
+                           captioner=self.config.captioner)
+        return items
 
     def export(self, state: Any, videos: Sequence[Item], out: Path) -> dict[str, Any]:
         made = state.outputs.get("videos", {})
@@ -301,8 +334,17 @@ class NeedlePipeline(Pipeline):
             return {}  # not every video is there: no benchmark file yet (`lvu build status` says what is missing)
         from lvu.benchmarks.jsonl import write_samples
 
+        asked: dict[str, Any] = {}
+        if self.config.questions == "llm":  # every needle's questions, or no benchmark file yet
+            from lvu.construct.needle_llm_stages import llm_samples, missing_questions, questions_by_needle
+
+            asked = questions_by_needle(state)
+            if missing_questions(list(videos), asked):
+                return {}
         jobs = [job_of(v) for v in videos]
         self.samples = [_sample(job, out) for job in jobs]
+        if self.config.questions == "llm":
+            self.samples = llm_samples(list(videos), self.samples, asked)
         path = write_samples(out / JSONL_NAME, self.samples)
         _remove_stale(out, {j.video_name for j in jobs})
         return {"needle.jsonl": Path(path or out / JSONL_NAME), "samples": len(self.samples)}
@@ -313,10 +355,13 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Path, *, workers: int = 1,
-                  progress: Callable[[str, bool], None] = lambda item, made: None, replace: bool = False) -> BuildResult:
+                  progress: Callable[[str, bool], None] = lambda item, made: None, replace: bool = False,
+                  models: dict[str, tuple[str, dict[str, Any]]] | None = None, concurrency: int = 1) -> BuildResult:
     """Run the needle pipeline over `items` into `out_dir` (lvu.construct.runner.run_build: resumable,
     one build per folder), then summarise: videos made here and reused, splice modes, frames copied
-    and encoded, how the sound was written, and why a background could not be copied."""
+    and encoded, how the sound was written, and why a background could not be copied. `models`: role
+    -> (name, args) for questions=llm; `concurrency` model calls in flight, `workers` splices.
+    QuestionsIncomplete when every video is there but a needle's questions failed (one line each)."""
     from lvu.construct.runner import run_build
 
     reported: set[str] = set()
@@ -328,9 +373,15 @@ def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Pa
     pipeline.progress = report
     remove_partial(Path(out_dir), dead_only=True)  # a killed build's half-written videos, even if this one stops too
     started = time.time()
-    state, written = asyncio.run(run_build(pipeline, items, out_dir, {}, concurrency=workers, show_progress=False,
-                                           note=lambda message: None, replace=replace))
+    pipeline.workers = workers
+    state, written = asyncio.run(run_build(pipeline, items, out_dir, models or {}, concurrency=max(workers, concurrency),
+                                           show_progress=False, note=lambda message: None, replace=replace,
+                                           arg_flags={role: f"--{role}-arg " for role in models or {}}))
     done = sum(1 for v in items if v.id in state.outputs.get("videos", {}))
+    if not written and not state.interrupted and state.failures():
+        from lvu.construct.needle_llm_stages import QuestionsIncomplete, failure_lines
+
+        raise QuestionsIncomplete(failure_lines(state))
     if not written:
         raise BuildInterrupted(f"interrupted: {done} of {len(items)} needle videos made (committed) — run the same "
                                "command again to resume")

@@ -100,11 +100,13 @@ def order_events(events: list[str], rng: random.Random, balance: AnswerBalancer)
 
 def same_case(options: Sequence[str]) -> tuple[str, ...]:
     """The options without a case cue: an ALL-CAPS option beside others that are not is lower-cased
-    (a text needle "LIGHTHOUSE" beside "red kite" stood out)."""
-    caps = [o.isupper() and len(o) > 1 for o in options]
-    if not any(caps) or all(caps):
-        return tuple(options)
-    return tuple(o.lower() if c else o for o, c in zip(options, caps))
+    (a text needle "LIGHTHOUSE" beside "red kite" stood out), and when some start with a capital and
+    some do not, every one starts with a capital (never lower-cased there: a proper noun keeps it)."""
+    caps = [o.isupper() and sum(c.isalpha() for c in o) > 1 for o in options]
+    out = [o.lower() if c and not all(caps) else o for o, c in zip(options, caps)]
+    if len({o[0].isupper() for o in out if o[:1].isalpha()}) > 1:
+        out = [o[:1].upper() + o[1:] for o in out]
+    return tuple(out)
 
 
 def _other_orders(right: str, items: list[str], sep: str, rng: random.Random) -> list[str]:
