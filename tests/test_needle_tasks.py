@@ -84,10 +84,10 @@ def test_no_options_only_rule_beats_chance_on_a_built_action_count_set(media, la
     s = NeedleSettings(task="count", depths=None, lengths=(25.0,), per_cell=400, max_count=max_count, seed=3)
     samples = _plan_samples(media, load_needles(labelled), s)
     assert len(samples) == 400
-    result = audit(samples, n_boot=500, seed=0)
-    leaking = [r for r in result.rows if r.verdict == "leaks"]
+    result = audit(samples, seed=0)
+    leaking = [r for r in result.rows if r.verdict in ("leaks", "below")]
     assert not leaking, leaking
-    assert {r.rule for r in result.rows if r.verdict == "ok"} >= {"numeric value prior", "position prior"}
+    assert {r.rule for r in result.rows if r.verdict == "ok"} >= {"numeric-prior", "position-prior", "answer-prior"}
 
 
 def test_no_options_only_rule_beats_chance_on_a_built_action_order_set(media, labelled, tmp_path):
@@ -95,11 +95,11 @@ def test_no_options_only_rule_beats_chance_on_a_built_action_order_set(media, la
 
     s = NeedleSettings(task="order", depths=None, lengths=(25.0,), per_cell=300, order_size=3, seed=1)
     samples = _plan_samples(media, load_needles(media["needles"]), s)
-    assert not [r for r in audit(samples, n_boot=500, seed=0).rows if r.verdict == "leaks"]
+    assert not [r for r in audit(samples, seed=0).rows if r.verdict in ("leaks", "below")]
     events = _segment_media(tmp_path)
     s = NeedleSettings(task="order", depths=None, lengths=(25.0,), per_cell=300, order_size=3, seed=1)
     samples = _plan_samples(media, load_segments(events["captions"], events["videos"], problems=[]), s)
-    assert not [r for r in audit(samples, n_boot=500, seed=0).rows if r.verdict == "leaks"]
+    assert not [r for r in audit(samples, seed=0).rows if r.verdict in ("leaks", "below")]
 
 
 # ---- Action Order from ActivityNet-Captions segments ----------------------------------------------
@@ -186,3 +186,19 @@ def test_image_needle_in_a_label_folder(tmp_path):
     image_needle(tmp_path / "red_kite" / "b.png")
     needles = load_needles(tmp_path, seconds=2)
     assert [(n.label, n.duration) for n in needles] == [("red kite", 2.0), ("red kite", 2.0)]
+
+
+def test_a_video_made_when_images_lasted_one_frame_is_not_reused(media):
+    """The content key (the video's file name) covers each needle's frame count: a folder built when
+    an image lasted one frame (same needle identity) makes its videos again instead of keeping them."""
+    import dataclasses
+
+    from lvu.construct.needles import _keyed
+
+    image = next(n for n in load_needles(media["needles"], seconds=1.5) if n.kind == "image")
+    s = NeedleSettings(depths=(0.0,), lengths=(12.0,), per_cell=2)  # at frame 0 either way
+    keys = []
+    for needle in (image, dataclasses.replace(image, duration=0.0)):  # now / before the fix
+        jobs = plan_build(find_backgrounds(media["bg"]), [needle, *load_needles(media["needles"])[:1]], s)
+        keys.append(_keyed(next(j for j in jobs if j.placed[0][0].kind == "image"), s).key)
+    assert keys[0] != keys[1]

@@ -294,7 +294,9 @@ def _keyed(job: Job, s: NeedleSettings) -> Job:
     what = {"v": VERSION, "background": video_fingerprint(job.background.path), "crf": s.crf, "reencode": s.reencode,
             "exact_audio": s.exact_audio,
             "audio": [fmt.rate, fmt.layout] if fmt else None, "frames": job.n_frames,
-            "needles": [[n.identity(), at] for n, at in job.placed]}
+            # each needle's frame count too: an image from a folder once lasted one frame under the same
+            # identity, and a folder built then must not be resumed with its one-frame videos
+            "needles": [[n.identity(), at, frame_count(n, job.background.info.rate)] for n, at in job.placed]}
     job.key = hashlib.blake2b(json.dumps(what, sort_keys=True).encode(), digest_size=16).hexdigest()
     return job
 
