@@ -214,3 +214,27 @@ def test_a_build_writes_leak_json_and_warns(tmp_path, env):
     kept = len((tmp_path / "r" / "kept.jsonl").read_text().splitlines())
     assert json.loads((tmp_path / "r" / "leak.json").read_text())["audited"] == kept < 60
     assert "leak.json" in ran.stdout and "warning: options-only leak — longest" in ran.stderr
+
+
+def test_an_export_whose_benchmark_cannot_be_audited_leaves_no_earlier_leak_json(tmp_path, capsys):
+    """leak.json always describes the benchmark beside it: a later export whose file cannot be read
+    removes the earlier audit instead of leaving it next to the new benchmark."""
+    from lvu.construct.pipeline import Pipeline
+    from lvu.construct.runner import export_and_audit
+
+    class Writes(Pipeline):
+        name = "writes"
+
+        def __init__(self, file: str) -> None:
+            super().__init__()
+            self.file = file
+
+        def export(self, state, videos, out):
+            return {"benchmark": str(out / self.file)}
+
+    write_samples(tmp_path / "good.jsonl", longest_set(20))
+    assert "leak.json" in export_and_audit(Writes("good.jsonl"), None, [], tmp_path)
+    assert (tmp_path / "leak.json").is_file()
+    assert "leak.json" not in export_and_audit(Writes("gone.jsonl"), None, [], tmp_path)  # not there: not auditable
+    assert not (tmp_path / "leak.json").exists()
+    assert "no leak audit of" in capsys.readouterr().err

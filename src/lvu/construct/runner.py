@@ -422,6 +422,8 @@ def export_and_audit(pipeline: Pipeline, state: BuildState, items: Sequence[Item
     what export wrote, plus "leak.json" when there was a benchmark to audit."""
     written = pipeline.export(state, list(items), out)
     path = pipeline.benchmark_file(written, out) if written else None
+    if written:  # a new export: an earlier leak.json describes another benchmark (or none) from here on
+        (out / "leak.json").unlink(missing_ok=True)
     if path is None:
         return written
     try:
