@@ -7,6 +7,7 @@
     lvu build needle -b BG -n NEEDLES --task nqa|order|count -o OUT      needles into your videos
     lvu build ladder SOURCES --lengths 180,360,600 -o OUT                MLVU's Time-ladder cuts
     lvu build convert ucf-crime|ego4d-nlq ANNOTATIONS... VIDEOS -o OUT    MLVU's converted tasks (AR, ER)
+    lvu build select VIDEOS --rules longvideobench -o OUT              each paper's video selection
 
 Each command lives in its own module (build_filter_cli.py, build_neptune_cli.py) and is
 registered here; like every command module this one imports only typer and rich at module level.
@@ -35,3 +36,5 @@ build_app.command("needle")(needle_command)
 build_app.command("ladder")(ladder_command)
 from lvu.build_convert_cli import convert_app  # noqa: E402  (typer + rich only)
 build_app.add_typer(convert_app, name="convert")
+from lvu.build_select_cli import select_command  # noqa: E402  (typer + rich only)
+build_app.command("select")(select_command)

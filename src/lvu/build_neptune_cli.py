@@ -37,8 +37,21 @@ def neptune_command(
     questions: Annotated[int, typer.Option("--questions", help="Questions generated per video ({target_number}).")] = 5,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N videos (by name).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Model calls (units) in flight per stage.")] = 4,
-    min_seconds: Annotated[float, typer.Option("--min-seconds", help="Shortest video kept.")] = 16.0,
-    max_seconds: Annotated[float, typer.Option("--max-seconds", help="Longest video kept.")] = 900.0,
+    min_seconds: Annotated[Optional[float], typer.Option("--min-seconds", help="Shortest video kept (default: no "
+                                                        "minimum; the paper's 16 s is its shortest video, not a "
+                                                        "rule).")] = None,
+    max_seconds: Annotated[Optional[float], typer.Option("--max-seconds", help="Drop videos longer than this "
+                                                        "(default: none; they are truncated).")] = None,
+    truncate_seconds: Annotated[Optional[float], typer.Option("--truncate-seconds", help="Analyse only the first "
+                                                             "N seconds of longer videos (paper: 15 min).")] = 900.0,
+    static_threshold: Annotated[Optional[float], typer.Option("--static-threshold", help="Static filter: frames "
+                                                             "whose largest 64x48-cell difference (0..1) is at most "
+                                                             "this share a cluster (default 0.08).")] = None,
+    metadata_rules: Annotated[bool, typer.Option("--metadata-rules/--no-metadata-rules", help="Judge <stem>.info.json: "
+                                                 ">= 100 views, uploaded >= 90 days before --as-of, no mature/racy "
+                                                 "labels (App. C.1).")] = True,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Date upload ages count to (YYYY-MM-DD). Default: "
+                                                 "the date OUT recorded, else today.")] = None,
     min_face_height: Annotated[float, typer.Option("--min-face-height", help="Talking-head frame: face box "
                                                                              "taller than this fraction.")] = 0.20,
     max_talking_fraction: Annotated[float, typer.Option("--max-talking-fraction", help="Drop a video when more "
@@ -61,9 +74,13 @@ def neptune_command(
     from lvu.construct.neptune import Neptune
     from lvu.construct.runner import find_videos, run_build
 
+    from lvu.build_select_cli import recorded_as_of
+
     check_limit(limit)
     pipeline = Neptune({"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
-                        "max_seconds": max_seconds, "min_face_height": min_face_height,
+                        "max_seconds": max_seconds, "truncate_seconds": truncate_seconds,
+                        "static_threshold": static_threshold, "metadata_rules": metadata_rules,
+                        "as_of": as_of or recorded_as_of(out, "neptune"), "min_face_height": min_face_height,
                         "max_talking_fraction": max_talking_fraction, "filter_seeds": filter_seeds,
                         "filter_threshold": filter_threshold})  # the library checks every option
     if captioner == "vlm" and not vlm:

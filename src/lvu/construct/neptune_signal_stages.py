@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from lvu.construct import neptune_parse as parse
 from lvu.construct import neptune_prompts as prompts
@@ -25,10 +26,18 @@ CAPTIONERS = ("vlm", "ocr")
 class NeptuneOptions(PipelineOptions):
     """Neptune's options; where the paper gives no number the default is lvu's (docs/build.md)."""
 
-    min_seconds: float = Field(16.0, ge=0, description="shortest video kept (the paper's videos: 16 s .. 15 min)")
-    max_seconds: float = Field(900.0, gt=0, description="longest video kept")
+    min_seconds: Optional[float] = Field(None, ge=0, description="shortest video kept; None: no minimum (the "
+                                         "paper's 16 s is its shortest video, not a rule)")
+    max_seconds: Optional[float] = Field(None, gt=0, description="longest video kept; None: none (longer videos "
+                                         "are truncated, truncate_seconds)")
+    truncate_seconds: Optional[float] = Field(900.0, gt=0, description="only the first this many seconds of a "
+                                              "longer video are analysed (paper §3: truncated at 15 min); None: all")
+    metadata_rules: bool = Field(True, description="judge <stem>.info.json's view count, upload age and safety "
+                                 "labels by App. C.1's rules (lvu.construct.select_rules) when the file exists")
+    as_of: Optional[str] = Field(None, validate_default=True, description="the date upload ages count to (YYYY-MM-DD; default today, "
+                                 "recorded in build.json)")
     static_threshold: Optional[float] = Field(None, gt=0, lt=1, description="static filter's clustering cut "
-                                              "(mean absolute difference 0..1); None: lvu.construct.selection's 0.08")
+                                              "(largest cell difference 0..1); None: lvu.construct.selection's 0.08")
     min_face_height: float = Field(0.20, gt=0, le=1, description="talking-head frame: a frontal face taller than "
                                    "this fraction of the frame")
     max_talking_fraction: float = Field(0.30, ge=0, le=1, description="drop a video when more than this fraction "
@@ -42,9 +51,8 @@ class NeptuneOptions(PipelineOptions):
     fps: float = Field(1.0, gt=0, description="frames per second for the filters and frame captions (paper: 1)")
     questions: int = Field(5, ge=1, description="questions generated per video ({target_number}; the paper "
                            "made ~4.6 per kept video)")
-    decoys: int = Field(prompts.DECOY_NUMBER, ge=1, description="wrong answers asked for per question")
-    min_decoys: int = Field(4, ge=1, description="fewest usable decoys before a reply counts as malformed "
-                            "(4: a 5-option MCQ)")
+    decoys: int = Field(prompts.DECOY_NUMBER, ge=4, description="wrong answers asked for per question, and "
+                        "exactly that many required (the paper: 6; at least 4 for the 5-option MCQ)")
     scenes_per_part: int = Field(40, ge=1, description="scenes per clustering call (a part of the video script)")
     clustering_max_chars: int = Field(prompts.CLUSTERING_MAX_CHARS, ge=1, description="{max output characters} "
                                       "of the clustering prompt")
@@ -54,21 +62,29 @@ class NeptuneOptions(PipelineOptions):
     filter_threshold: int = Field(2, ge=1, description="remove a QAD when the answer is top-ranked in at least "
                                   "this many seeds")
 
+    @field_validator("as_of", mode="after")
+    @classmethod
+    def _date(cls, value: Any) -> str:
+        if value is None:
+            return date.today().isoformat()
+        try:
+            return date.fromisoformat(str(value)).isoformat()
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date — use YYYY-MM-DD") from None
+
     @model_validator(mode="after")
     def _consistent(self) -> NeptuneOptions:
-        if self.max_seconds < self.min_seconds:
+        if self.max_seconds is not None and self.min_seconds is not None and self.max_seconds < self.min_seconds:
             raise ValueError(f"max_seconds {self.max_seconds:g} is below min_seconds {self.min_seconds:g} — "
                              "no video could be kept")
         if self.filter_threshold > self.filter_seeds:
             raise ValueError(f"filter_threshold {self.filter_threshold} must be from 1 to filter_seeds "
                              f"({self.filter_seeds}) — the paper: 2 of 3")
-        if self.min_decoys > self.decoys:
-            raise ValueError(f"min_decoys {self.min_decoys} is more than decoys {self.decoys} asked for")
         return self
 
 
 DEFAULTS: dict[str, Any] = NeptuneOptions().model_dump()
-"""Every option's default (NeptuneOptions)."""
+"""Every option's default (NeptuneOptions; as_of is the date this process started)."""
 
 
 def _digest(path: Path | None) -> str | None:
@@ -106,15 +122,23 @@ class NeptuneStage(Stage):
 
 @register_stage("neptune.select")
 class Select(NeptuneStage):
-    """Duration range, static-video removal, talking-head removal, in that order (a video is
-    dropped at the first filter that rejects it; each decision and its evidence is recorded)."""
+    """Duration range, info.json metadata (views, upload age, safety), static-video removal,
+    talking-head removal, in that order (a video is dropped at the first filter that rejects it;
+    each decision and its evidence is recorded). A video longer than `truncate_seconds` is kept and
+    only its first `truncate_seconds` are analysed, here and by every later stage (`analysed_s`)."""
 
     output = "selection"
     max_concurrency = 2
 
     def settings(self) -> Any:
-        return {k: self.opt(k) for k in ("min_seconds", "max_seconds", "static_threshold", "min_face_height",
-                                         "max_talking_fraction", "fps")}
+        return {k: self.options.get(k, DEFAULTS[k]) for k in (
+            "min_seconds", "max_seconds", "static_threshold", "min_face_height", "max_talking_fraction", "fps",
+            "truncate_seconds", "metadata_rules", "as_of")}
+
+    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit]:
+        info = Path(video.path).with_name(Path(video.path).stem + ".info.json")
+        return [Unit(video.id, "video", {"video": video.fingerprint,
+                                         **({"info": _digest(info)} if info.is_file() else {})})]
 
     async def run(self, unit: Unit, ctx) -> dict[str, Any]:
         return await asyncio.to_thread(self._select, ctx.video.path)
@@ -124,19 +148,51 @@ class Select(NeptuneStage):
         from lvu.construct.signals import probe_video
 
         duration = probe_video(path).duration
-        results = [selection.duration_filter(duration, self.opt("min_seconds"), self.opt("max_seconds"))]
+        truncate = self.options.get("truncate_seconds", DEFAULTS["truncate_seconds"])
+        analysed = min(duration, truncate) if truncate is not None else duration
+        results = [selection.duration_filter(duration, self.options.get("min_seconds"), self.options.get("max_seconds"))]
+        if results[-1].keep and self.opt("metadata_rules"):
+            results.append(metadata_filter(path, self.opt("as_of")))
         if results[-1].keep:
             extra = {} if self.opt("static_threshold") is None else {"threshold": self.opt("static_threshold")}
-            results.append(selection.static_filter(path, self.opt("fps"), **extra))
+            results.append(selection.static_filter(path, self.opt("fps"), until=analysed, **extra))
         if results[-1].keep:
             results.append(selection.talking_head_filter(path, self.opt("fps"), self.opt("min_face_height"),
-                                                         self.opt("max_talking_fraction")))
+                                                         self.opt("max_talking_fraction"), until=analysed))
         decision = "kept" if results[-1].keep else f"dropped by the {results[-1].name} filter: {results[-1].reason}"
         return {"decision": decision, "keep": results[-1].keep, "duration": round(duration, 3),
-                "filters": [r.to_dict() for r in results]}
+                "analysed_s": round(analysed, 3), "filters": [r.to_dict() for r in results]}
 
     def collect(self, video: Video, results: dict[str, Any]) -> Any:
         return results["video"]
+
+
+def metadata_filter(path: str, as_of: str) -> Any:
+    """App. C.1's safety and content rules over `<stem>.info.json` (the rules `lvu build select
+    --rules neptune` applies, one implementation: lvu.construct.select_rules.metadata_checks)."""
+    import json
+
+    from lvu.construct.select_rules import NEPTUNE_METADATA, metadata_checks
+    from lvu.construct.selection import FilterResult
+
+    info_path = Path(path).with_name(Path(path).stem + ".info.json")
+    if not info_path.is_file():
+        return FilterResult("metadata", True, "no <stem>.info.json: views, upload age and safety not checked", {})
+    try:
+        doc = json.loads(info_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return FilterResult("metadata", True, f"{info_path.name} is not valid JSON ({type(e).__name__}): views, "
+                            "upload age and safety not checked", {})
+    checks = metadata_checks(NEPTUNE_METADATA, doc if isinstance(doc, dict) else {}, date.fromisoformat(as_of))
+    failed = [c for c in checks if c["ok"] is False]
+    reason = "; ".join(c["reason"] for c in (failed or checks))
+    return FilterResult("metadata", not failed, reason, {"checks": checks, "as_of": as_of})
+
+
+def analysed_until(selection: dict[str, Any]) -> float | None:
+    """The end of the part of a truncated video its stages analyse; None for a video used whole."""
+    analysed = selection.get("analysed_s")
+    return analysed if analysed is not None and analysed < selection.get("duration", analysed) else None
 
 
 class PerKeptVideo(NeptuneStage):
@@ -145,7 +201,9 @@ class PerKeptVideo(NeptuneStage):
     def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
         if not _kept(inputs):
             return Skip(inputs["selection"]["decision"])
-        return [Unit(video.id, "video", {"video": video.fingerprint, **self.payload(video)})]
+        until = analysed_until(inputs["selection"])
+        return [Unit(video.id, "video", {"video": video.fingerprint, **self.payload(video),
+                                         **({"until": until} if until is not None else {})})]
 
     def payload(self, video: Video) -> dict[str, Any]:
         return {}
@@ -168,7 +226,7 @@ class Shots(PerKeptVideo):
         from lvu.construct.signals import detect_shots
 
         extra = {} if self.opt("shot_threshold") is None else {"threshold": self.opt("shot_threshold")}
-        shots = await asyncio.to_thread(detect_shots, ctx.video.path, **extra)
+        shots = await asyncio.to_thread(detect_shots, ctx.video.path, until=unit.payload.get("until"), **extra)
         return [[s.start, s.end] for s in shots]
 
 
@@ -194,7 +252,10 @@ class Speech(PerKeptVideo):
         if mode == "none" or (mode == "subtitles" and find_subtitles(path) is None):
             return {"source": "none", "origin": None, "cues": []}
         t = await asyncio.to_thread(transcribe, path)
-        return {"source": t.source, "origin": t.origin, "cues": [[c.start, c.end, c.text] for c in t.cues]}
+        until = unit.payload.get("until")  # a truncated video: the speech of its analysed part
+        cues = [[c.start, c.end if until is None else min(c.end, until), c.text] for c in t.cues
+                if until is None or c.start < until]
+        return {"source": t.source, "origin": t.origin, "cues": cues}
 
 
 @register_stage("neptune.sidecar")
@@ -236,7 +297,9 @@ class FrameCaptions(NeptuneStage):
         if not _kept(inputs):
             return Skip(inputs["selection"]["decision"])
         info = probe_video(video.path)
-        times = Fps(fps=self.opt("fps")).timestamps(info.duration, info.fps)
+        until = analysed_until(inputs["selection"])
+        times = Fps(fps=self.opt("fps")).timestamps(info.duration if until is None else min(info.duration, until),
+                                                    info.fps)
         return [Unit(video.id, f"t{t:09.3f}", {"video": video.fingerprint, "t": round(t, 3)}) for t in times]
 
     async def run(self, unit: Unit, ctx) -> dict[str, Any]:
@@ -277,5 +340,6 @@ class OcrFrameCaptions(PerKeptVideo):
     async def run(self, unit: Unit, ctx) -> list[dict[str, Any]]:
         from lvu.construct.signals import ocr_frame_captions
 
-        found = await asyncio.to_thread(ocr_frame_captions, ctx.video.path, self.opt("fps"))
+        found = await asyncio.to_thread(ocr_frame_captions, ctx.video.path, self.opt("fps"),
+                                        until=unit.payload.get("until"))
         return [{"t": f.t, "caption": ocr_caption(f.text)} for f in found]

@@ -410,6 +410,7 @@ BUILTIN_PIPELINES = {
     "ladder": "lvu.construct.ladder",
     "convert-ucf-crime": "lvu.construct.convert_ucf",
     "convert-ego4d-nlq": "lvu.construct.convert_nlq",
+    "select": "lvu.construct.select_pipeline",
 }
 """Built-in pipeline name -> the module that registers it (imported when first asked for)."""
 

@@ -75,17 +75,17 @@ def _plan(fps: float, max_frames: int | None) -> str:
 
 
 def iter_frames(video_path: str | Path, fps: float = DEFAULT_FPS, *, resize: int | Resize | None = None,
-                max_frames: int | None = None) -> Iterator[tuple[float, np.ndarray]]:
+                max_frames: int | None = None, until: float | None = None) -> Iterator[tuple[float, np.ndarray]]:
     """(time, RGB uint8 frame) at `fps` (t = 0, 1/fps, ... < duration: the `fps:F` sampling plan;
     with `max_frames`, that many spread evenly instead when there would be more), decoded a batch
     at a time so memory does not grow with the video. Times are the shown frames' pts, rounded
-    to the millisecond."""
+    to the millisecond. `until`: only the first `until` seconds (a truncated video, Neptune's 15 min)."""
     from lvu.media.sampling import parse_plan
     from lvu.media.video import VideoReader
 
     plan = parse_plan(_plan(fps, max_frames))
     with _video_errors(video_path), VideoReader(video_path) as reader:
-        times = plan.timestamps(reader.duration, reader.fps)
+        times = plan.timestamps(reader.duration if until is None else min(reader.duration, until), reader.fps)
         for i in range(0, len(times), _BATCH):
             batch = reader.get_frames_played_at(times[i:i + _BATCH], resize=resize)
             for pts, image in zip(batch.pts_seconds, batch.data):
@@ -138,9 +138,10 @@ class Shot:
 
 
 def detect_shots(video_path: str | Path, *, threshold: float = SHOT_THRESHOLD,
-                 min_shot_seconds: float = MIN_SHOT_SECONDS) -> list[Shot]:
+                 min_shot_seconds: float = MIN_SHOT_SECONDS, until: float | None = None) -> list[Shot]:
     """Shots by PySceneDetect's ContentDetector (HSV frame differences; every frame decoded through
-    its PyAV backend): consecutive, covering the whole video; one shot when there is no cut."""
+    its PyAV backend): consecutive, covering the whole video (`until`: its first `until` seconds);
+    one shot when there is no cut."""
     import logging
 
     info = probe_video(video_path)  # unreadable files fail here, in lvu's words
@@ -154,13 +155,14 @@ def detect_shots(video_path: str | Path, *, threshold: float = SHOT_THRESHOLD,
         manager = SceneManager()
         manager.add_detector(ContentDetector(
             threshold=threshold, min_scene_len=max(1, round(min_shot_seconds * video.frame_rate))))
-        manager.detect_scenes(video)
+        manager.detect_scenes(video, end_time=until)
         scenes = manager.get_scene_list(start_in_scene=True)
     except Exception as e:  # a decode failure deep in PySceneDetect: one line naming the file
         detail = " ".join(str(e).split())[:120] or type(e).__name__
         raise DataError(f"{video_path}: shot detection failed ({detail}) — re-encode or re-fetch the video") from None
-    shots = [Shot(round(a.seconds, 3), round(b.seconds, 3)) for a, b in scenes]
-    return shots or [Shot(0.0, round(info.duration, 3))]
+    end = info.duration if until is None else min(info.duration, until)
+    shots = [Shot(round(a.seconds, 3), round(min(b.seconds, end), 3)) for a, b in scenes if a.seconds < end]
+    return shots or [Shot(0.0, round(end, 3))]
 
 
 # ---- speech -----------------------------------------------------------------------------------
@@ -238,7 +240,7 @@ class TimedText:
 
 
 def ocr_frame_captions(video_path: str | Path, fps: float = DEFAULT_FPS, *, threads: int = 0,
-                       cache: bool = True) -> list[TimedText]:
+                       cache: bool = True, until: float | None = None) -> list[TimedText]:
     """On-screen text of every frame sampled at `fps` (`--captioner ocr`: a text-only frame caption
     for machines without a VLM). RapidOCR through ocr-match's reader: lines recognised with less
     than its MIN_SCORE confidence are dropped, the rest joined top to bottom, left to right; a
@@ -248,7 +250,7 @@ def ocr_frame_captions(video_path: str | Path, fps: float = DEFAULT_FPS, *, thre
 
     reader = OcrReader(cache_dir("ocr") if cache else None, threads or min(4, os.cpu_count() or 1))
     out = []
-    for t, image in iter_frames(video_path, fps, resize=Resize(long=OCR_LONG_SIDE)):
+    for t, image in iter_frames(video_path, fps, resize=Resize(long=OCR_LONG_SIDE), until=until):
         lines = sorted((ln for ln in reader.read(image) if ln.score >= MIN_SCORE),
                        key=lambda ln: (ln.box[1], ln.box[0]))
         out.append(TimedText(t, " ".join(ln.text for ln in lines)))
@@ -260,11 +262,17 @@ def ocr_frame_captions(video_path: str | Path, fps: float = DEFAULT_FPS, *, thre
 
 @dataclass(frozen=True)
 class Sidecar:
-    """A video's title and description from the JSON file beside it."""
+    """A video's title and description from the JSON file beside it; `source_id` and `url` name
+    where it came from ("" when the file does not say)."""
 
     path: str
     title: str
     description: str
+    source_id: str = ""
+    """yt-dlp's `id` (or a hand-written `video_id`)."""
+    url: str = ""
+    """The page the video was taken from: `webpage_url`, else `original_url` (yt-dlp's `url` is the
+    media stream's address, not the page's, so it is not read)."""
 
 
 def read_sidecar(video_path: str | Path) -> Sidecar | None:
@@ -284,7 +292,9 @@ def read_sidecar(video_path: str | Path) -> Sidecar | None:
                 f"{candidate}: sidecar is not valid JSON ({e.msg}, line {e.lineno}) — fix or remove it"
             ) from None
         if isinstance(doc, dict):
-            return Sidecar(str(candidate), _text(doc.get("title")), _text(doc.get("description")))
+            return Sidecar(str(candidate), _text(doc.get("title")), _text(doc.get("description")),
+                           _text(doc.get("id") or doc.get("video_id")),
+                           _text(doc.get("webpage_url") or doc.get("original_url")))
     return None
 
 
