@@ -13,7 +13,9 @@ decoys give `decoy_number` wrong answers per question from the other texts and s
 
 `malformed_first` (prompt kinds): the first reply to each distinct prompt of those kinds is
 malformed (retries, recognised by lvu.construct.neptune_parse.RETRY_MARKER, are answered properly);
-`malformed_always`: every reply of those kinds is malformed.
+`malformed_always`: every reply of those kinds is malformed. `short_decoys` ("first" or "always"):
+the decoys reply is well formed but its last question has one wrong answer too few (5 of 6: the
+near miss a model makes, which the paper's six do not allow).
 """
 
 from __future__ import annotations
@@ -226,7 +228,13 @@ def _qa(text: str) -> str:
     return "\n\n".join(lines)
 
 
-def _decoys(text: str) -> str:
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def _decoys(text: str, short: bool = False) -> str:
+    """`decoy_number` wrong answers for every question of the prompt, in one reply (`short`: one fewer
+    for the last question)."""
     number = int(m.group(1)) if (m := re.search(r"generate (\d+) incorrect answers", text)) else 6
     dense = _after(text, "Dense Caption with Timestamps:", "\n\nQuestion and Correct Answer:")
     questions = parse_questions(_after(text, "Question and Correct Answer:"))
@@ -234,9 +242,15 @@ def _decoys(text: str) -> str:
     blocks = []
     for i, qa in enumerate(questions):
         rotated = pool[i % len(pool):] + pool[:i % len(pool)] if pool else []
-        wrong = [w for w in rotated if w.lower() != qa.answer.lower()][:number]
+        wrong: list[str] = []
+        for w in rotated:  # different from the answer and from each other as the parser compares them
+            if _words(w) != _words(qa.answer) and _words(w) not in map(_words, wrong):
+                wrong.append(w)
+        wrong = wrong[:number]
         wrong += [f"{qa.answer} (variant {k})" for k in range(1, number - len(wrong) + 1)]
         lines = [f"QUESTION {i + 1} ({qa.capability}): {qa.question}", f"CORRECT ANSWER: {qa.answer}"]
+        if short and i == len(questions) - 1:
+            wrong = wrong[:-1]
         lines += [f"WRONG ANSWER {k}: {w}" for k, w in enumerate(wrong, 1)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -261,10 +275,13 @@ class ScriptedReplies:
     lvu.media.testing.draw_frame) or None (no text; the caption names the colour only)."""
 
     def __init__(self, *, malformed_first: Iterable[str] = (), malformed_always: Iterable[str] = (),
-                 frame_text: Callable[[np.ndarray], str] | str | None = None) -> None:
+                 frame_text: Callable[[np.ndarray], str] | str | None = None, short_decoys: str | None = None) -> None:
         unknown = (set(malformed_first) | set(malformed_always)) - set(PROMPT_OPENINGS)
         if unknown:
             raise ValueError(f"unknown prompt kinds {sorted(unknown)}; known: {sorted(PROMPT_OPENINGS)}")
+        if short_decoys not in (None, "first", "always"):
+            raise ValueError(f"short_decoys must be 'first', 'always' or None, not {short_decoys!r}")
+        self.short_decoys = short_decoys
         self.malformed_first, self.malformed_always = set(malformed_first), set(malformed_always)
         self.read_text = _text_reader(frame_text)
         self.calls: Counter[str] = Counter()
@@ -285,7 +302,9 @@ class ScriptedReplies:
             first = key not in self._seen
             self._seen.add(key)
             bad = kind in self.malformed_always or (kind in self.malformed_first and first and not retry)
-            if bad:
+            short = kind == "decoys" and (self.short_decoys == "always" or
+                                          (self.short_decoys == "first" and first and not retry))
+            if bad or short:
                 self.malformed[kind] += 1
         if kind is None:
             return f"scripted_reply: unrecognised prompt {original[:60]!r}"
@@ -293,6 +312,8 @@ class ScriptedReplies:
             return MALFORMED[kind]
         if kind == "frame_caption":
             return _frame_caption(images, self.read_text)
+        if short:
+            return _decoys(original, short=True)
         return _BY_KIND[kind](original)
 
 

@@ -76,6 +76,7 @@ def test_the_readme_example_builds_a_benchmark_lvu_run_evaluates(tmp_path, env):
         options = [record[f"answer_choice_{i}"] for i in range(5)]
         assert options[record["answer_id"]] == record["answer"] and len(set(options)) == 5
         assert len(record["decoys_6"]) == 6 and set(options) - {record["answer"]} == set(record["decoys_6"][:4])
+        assert record["decoys"] == record["decoys_6"][:4] and record["url"] is None  # no info.json: no page known
         assert record["qad_filter"]["seeds"] == 3 and record["qad_filter"]["correct_votes"] < 2
     assert all(r["qad_filter"]["correct_votes"] >= 2 for r in removed)
     assert (out / "videos" / "harbor.mp4").resolve() == (videos / "harbor.mp4").resolve()
@@ -88,7 +89,9 @@ def test_the_readme_example_builds_a_benchmark_lvu_run_evaluates(tmp_path, env):
                    "--llm", "neptune_example:ScriptedLLM")
     assert again.output.count("all done before") == 13  # a finished build computes nothing again
     status = invoke("build", "status", str(out)).output
-    assert "neptune.qad-filter" in status and "total: 63 model call(s)" in status
+    # 55 calls: 6 shot captions, 1 topics, 2 clusterings, 6 + 6 segment captions and visual supports,
+    # 2 question sets, 2 decoy calls (one per video with its 5 questions), 30 QAD-filter rankings
+    assert "neptune.qad-filter" in status and "total: 55 model call(s)" in status
     slide = invoke("build", "show", str(out), "slide").output
     assert "dropped by the static filter" in slide and "neptune.shots (none): skipped" in slide
     assert "dropped by the talking_head filter" in invoke("build", "show", str(out), "presenter").output

@@ -307,28 +307,45 @@ WRONG ANSWER 7: Grey.
 - 4.
 - 1.
 5.
+6.
+7.
 
 QUESTION 9 (cause and effect): Why is the heat lowered by the host?
 CORRECT ANSWER: To stop the rice burning.
 Wrong Answer 1: To save gas. Wrong Answer 2: To keep it warm. Wrong Answer 3: To add water.
-Wrong Answer 4: To let it rest.
+Wrong Answer 4: To let it rest. Wrong Answer 5: To boil it faster.
+Wrong Answer 6: To cook the lid.
 
 CORRECT ANSWER: Cooking rice.
 Decoy 1: Cooking pasta.
 Decoy 2: Washing rice.
 Decoy 3: Buying rice.
 Decoy 4: Eating rice.
+Decoy 5: Growing rice.
+Decoy 6: Storing rice.
 """
     assert P.parse_decoys(reply, qas) == [
-        ["3.", "4.", "1.", "5."],                                      # repeats dropped
-        ["Blue.", "Green.", "Yellow.", "Black.", "White.", "Grey."],   # "red" is the answer; 6 at most
-        ["To save gas.", "To keep it warm.", "To add water.", "To let it rest."],  # renumbered, reworded
-        ["Cooking pasta.", "Washing rice.", "Buying rice.", "Eating rice."],       # matched by its answer
-    ]
-    short = reply.replace("Decoy 4: Eating rice.", "")
-    with pytest.raises(P.ReplyParseError, match=r"question 4 \('What is the video about\?'\) has 3 wrong answers"):
+        ["3.", "4.", "1.", "5.", "6.", "7."],                          # repeats dropped
+        ["Blue.", "Green.", "Yellow.", "Black.", "White.", "Grey."],   # "red" is the answer
+        ["To save gas.", "To keep it warm.", "To add water.", "To let it rest.", "To boil it faster.",
+         "To cook the lid."],                                          # renumbered, reworded
+        ["Cooking pasta.", "Washing rice.", "Buying rice.", "Eating rice.", "Growing rice.", "Storing rice."],
+    ]                                                                  # the last matched by its answer
+    # exactly six: five (what the old parser let through) and seven are both malformed, every such
+    # question named in the one error the retry prompt repeats
+    short = reply.replace("Decoy 6: Storing rice.", "").replace("7.\n", "")
+    with pytest.raises(P.ReplyParseError) as e:
         P.parse_decoys(short, qas)
-    assert P.parse_decoys(short, qas, partial=True)[3] == ["Cooking pasta.", "Washing rice.", "Buying rice."]
+    assert re.search(r"question 1 \('How many pots.*'\) has 5 wrong answers; question 4 \('What is the video "
+                     r"about\?'\) has 5 wrong answers — exactly 6 different wrong answers", str(e.value)), str(e.value)
+    assert "exactly 6" in P.retry_prompt("PROMPT", short, e.value)
+    with pytest.raises(P.ReplyParseError, match=r"question 2 .* has 7 wrong answers"):
+        P.parse_decoys(reply.replace("WRONG ANSWER 7: Grey.", "WRONG ANSWER 7: Grey.\nWRONG ANSWER 8: Pink."), qas)
+    with pytest.raises(P.ReplyParseError, match="question 3 .* has 5 wrong answers"):  # a copy does not count
+        P.parse_decoys(reply.replace("To cook the lid.", "To add water!"), qas)
+    assert P.parse_decoys(short, qas, partial=True)[3] == ["Cooking pasta.", "Washing rice.", "Buying rice.",
+                                                            "Eating rice.", "Growing rice."]
+    assert P.parse_decoys(reply, qas, 4, partial=True)[0] == ["3.", "4.", "1.", "5."]
     with pytest.raises(P.ReplyParseError, match="question 1 .* is missing"):
         P.parse_decoys("QUESTION 1: Something else entirely?\nCORRECT ANSWER: 2.", qas[:1])
     # same count, no numbers, no repeated text: matched by position

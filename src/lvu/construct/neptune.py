@@ -241,32 +241,38 @@ class Questions(NeptuneStage):
 
 @register_stage("neptune.decoys")
 class Decoys(NeptuneStage):
-    """Stage 2: six wrong answers per question (one call per question; at least `min_decoys`)."""
+    """Stage 2: `decoys` (6) wrong answers for each question, one call per video with the whole
+    question set (C.2.4's prompt takes `{target_number}` questions); exactly that many per question,
+    else the one retry with the parse error, then the unit fails and no question of the video is
+    exported."""
 
     output = "decoys"
     inputs = ("questions", "segments", "visual_support")
     role = "llm"
-    unit = "question"
     prompt = prompts.DECOY_PROMPT
-    partial = True
-    max_tokens = 2048
+    version = 2
+    """2: one unit per video (version 1 asked one question per call, with at least 4 decoys)."""
+    max_tokens = 4096
 
     def settings(self) -> Any:
-        return {"decoys": self.opt("decoys"), "min": self.opt("min_decoys")}
+        return {"decoys": self.opt("decoys")}
 
     def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit]:
-        dense = dense_captions(inputs)
-        return [Unit(video.id, f"q{q['n']}", {"dense": dense, "qa": [q["capability"], q["question"], q["answer"]]})
-                for q in inputs["questions"]]
+        questions = [[q["n"], q["capability"], q["question"], q["answer"]] for q in inputs["questions"]]
+        return [Unit(video.id, "video", {"dense": dense_captions(inputs), "questions": questions})]
 
-    async def run(self, unit: Unit, ctx) -> list[str]:
-        qa = parse.QA(*unit.payload["qa"])
-        n, least = int(self.opt("decoys")), int(self.opt("min_decoys"))
-        text = prompts.format_decoy_prompt(unit.payload["dense"], prompts.questions_and_answers_text([qa]), 1, n)
-        return await ctx.ask(text, lambda reply: parse.parse_decoys(reply, [qa], n, min_decoys=least)[0])
+    async def run(self, unit: Unit, ctx) -> dict[str, list[str]]:
+        numbers = [q[0] for q in unit.payload["questions"]]
+        qas = [parse.QA(*q[1:]) for q in unit.payload["questions"]]
+        n = int(self.opt("decoys"))
+        text = prompts.format_decoy_prompt(unit.payload["dense"], prompts.questions_and_answers_text(qas), len(qas), n)
+        # a reply holds every question's answer and decoys: room for ~700 tokens per question
+        decoys = await ctx.ask(text, lambda reply: parse.parse_decoys(reply, qas, n),
+                               max_tokens=max(self.max_tokens, 700 * len(qas)))
+        return {f"q{number}": wrong for number, wrong in zip(numbers, decoys)}
 
     def collect(self, video: Video, results: dict[str, Any]) -> Any:
-        return results
+        return results.get("video", {})
 
 
 @register_stage("neptune.qad-filter")
@@ -288,7 +294,7 @@ class QadFilter(NeptuneStage):
         units = []
         for q in inputs["questions"]:
             decoys = inputs["decoys"].get(f"q{q['n']}")
-            if decoys is None or len(decoys) < 4:
+            if decoys is None:  # the video's decoys call failed: nothing to filter
                 continue
             options, answer = mcq_options(question_key(video.id, q["n"]), q["answer"], decoys)
             units.append(Unit(video.id, f"q{q['n']}", {"question": q["question"], "options": options,

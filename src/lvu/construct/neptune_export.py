@@ -1,16 +1,22 @@
 """What a Neptune build writes: a benchmark `lvu run` reads at once, in two forms.
 
 - `neptune_full.json`: Neptune's released schema (the repo README: key, video_id, question,
-  answer, answer_choice_0..4, answer_id, "question type"), so `lvu run -b neptune --data OUT`
-  runs it; each record also keeps what raters need: all six decoys (`decoys_6`, the first four in
-  the MCQ until raters choose: `mcq_decoys`), the open-set capability label, the QAD filter's
-  votes, the video's file name (`video_path`) and its segment count.
+  answer, answer_choice_0..4, answer_id, "question type"; the datasheet's url and decoys), so
+  `lvu run -b neptune --data OUT` runs it. `video_id` is the source's id when the video's sidecar
+  names it (yt-dlp's info.json `id`), else its page URL, else the file stem; `url` is the page
+  (`webpage_url` / `original_url`) or null; `decoys` are the four decoys in the MCQ (the datasheet's
+  "four decoy answers": answer + decoys shuffled by the key's seed give answer_choice_0..4). Each
+  record also keeps what raters need: every decoy the LLM wrote (`decoys_6`; `mcq_decoys`: the
+  places of the MCQ's four among them, [0, 1, 2, 3] until raters choose), the open-set capability
+  label, the QAD filter's votes, the video's file name (`video_path`).
 - `benchmark.jsonl`: the same questions as lvu JSONL (docs/jsonl-format.md), for `-b jsonl` and
   rater review (`lvu review`: `extra` holds decoys_6, reference and the video's dense_captions,
-  the fields lvu.construct.review_labels names).
+  the fields lvu.construct.review_labels names; `video_id` there is the bare id naming the
+  transcript, `url` the page).
 - `removed.json`: the QADs the blind filter removed, with its votes (never in the benchmark).
-- `videos/`: links to the source videos (the release layout); `asr/<video_id>.srt`: the transcript
-  (empty without speech), what `-b neptune-asr --data OUT` and the JSONL's subtitles read.
+- `videos/`: links to the source videos (the release layout); `asr/<id>.srt`: the transcript
+  (empty without speech), named by the bare id the Neptune loader takes from `video_id`, what
+  `-b neptune-asr --data OUT` and the JSONL's subtitles read.
 
 Only questions whose decoys and filter verdict exist are written; the others are counted.
 """
@@ -23,10 +29,12 @@ import os
 import random
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvu.construct.pipeline import Video
+from lvu.errors import DataError
 from lvu.types import Sample, Subtitle, SubtitleRef, VideoRef
 
 QUESTION_TYPES: tuple[tuple[str, str], ...] = (
@@ -94,6 +102,56 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a video came from, as the release names it."""
+
+    video_id: str
+    """The release's `video_id`: the source's id, else its page URL, else the file stem."""
+    name: str
+    """The bare id the Neptune loader takes from `video_id` (neptune_release.youtube_id): the
+    transcript's file name (asr/<name>.srt) and the JSONL's extra.video_id."""
+    url: str | None
+    """The page the video came from, when its sidecar says (None: unknown)."""
+
+
+def _safe_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and len(name) <= 200 and not any(c in name for c in "/\\\0")
+
+
+def source_of(video: Video) -> Source:
+    """The video's release identity from its sidecar (lvu.construct.signals.read_sidecar: yt-dlp's
+    info.json `id` and `webpage_url`); the file stem when the sidecar names none, or names one that
+    cannot be a file name (a transcript is written under it)."""
+    from lvu.benchmarks.neptune_release import youtube_id
+    from lvu.construct.signals import read_sidecar
+
+    try:
+        found = read_sidecar(video.path)
+    except DataError:  # a broken sidecar failed the build's sidecar stage already; here: unknown
+        found = None
+    url = found.url if found and found.url else None
+    for candidate in (found.source_id if found else "", url or ""):
+        if candidate and _safe_name(youtube_id(candidate)):
+            return Source(candidate, youtube_id(candidate), url)
+    return Source(video.id, video.id, url)
+
+
+def release_sources(videos: list[Video]) -> dict[str, Source]:
+    """source_of each video (by build id), unique by `name`: videos that would share one (two copies
+    of a source, or a stem that is another video's id) keep their build ids, which are unique."""
+    sources = {v.id: source_of(v) for v in videos}
+    while True:
+        claimed: dict[str, list[str]] = {}
+        for vid, source in sources.items():
+            claimed.setdefault(source.name, []).append(vid)
+        shared = [vid for ids in claimed.values() if len(ids) > 1 for vid in ids if sources[vid].name != vid]
+        if not shared:
+            return sources
+        for vid in shared:
+            sources[vid] = Source(vid, vid, sources[vid].url)
+
+
 VERDICT_FIELDS = ("removed", "correct_votes", "threshold", "seeds", "unparsable", "votes")
 VOTE_FIELDS = ("seed", "order", "ranking", "correct")
 """A removed question's `qad_filter` evidence and each of its votes, in this order (neptune.QadFilter's
@@ -109,11 +167,14 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
     outputs = state.outputs
     kept, removed, samples, incomplete = [], [], [], 0
     linked: set[str] = set()
+    transcripts: set[str] = set()
     (out / "videos").mkdir(parents=True, exist_ok=True)
+    sources = release_sources([v for v in videos if outputs.get("questions", {}).get(v.id)])
     for video in videos:
         questions = outputs.get("questions", {}).get(video.id)
         if not questions:
             continue
+        source = sources[video.id]
         decoys = outputs.get("decoys", {}).get(video.id, {})
         verdicts = outputs.get("qad_filter", {}).get(video.id, {})
         file_name = Path(video.path).name
@@ -129,7 +190,8 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
             key = question_key(video.id, q["n"])
             options, answer_id = mcq_options(key, q["answer"], decoys[unit])
             verdict = verdicts[unit]
-            record = {"key": key, "video_id": video.id, "question": q["question"], "answer": q["answer"],
+            record = {"key": key, "video_id": source.video_id, "url": source.url, "question": q["question"],
+                      "answer": q["answer"], "decoys": decoys[unit][:4],
                       **{f"answer_choice_{i}": o for i, o in enumerate(options)}, "answer_id": answer_id,
                       "question type": question_type(q["capability"]), "capability": q["capability"],
                       "decoys_6": decoys[unit], "mcq_decoys": [0, 1, 2, 3], "video_path": file_name,
@@ -145,19 +207,21 @@ def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
             samples.append(Sample(
                 id=key, benchmark="benchmark", video=VideoRef(path=str(out / "videos" / file_name)),
                 question=q["question"], options=options, answer=answer_id,
-                subtitles=SubtitleRef(path=str(out / "asr" / f"{video.id}.srt")),
+                subtitles=SubtitleRef(path=str(out / "asr" / f"{source.name}.srt")),
                 labels={"question_type": record["question type"]},
-                extra={"video_id": video.id, "reference": q["answer"], "capability": q["capability"],
-                       "decoys_6": decoys[unit], "qad_filter": record["qad_filter"], "dense_captions": dense}))
+                extra={"video_id": source.name, "url": source.url, "reference": q["answer"],
+                       "capability": q["capability"], "decoys_6": decoys[unit], "qad_filter": record["qad_filter"],
+                       "dense_captions": dense}))
         if wrote_video:
             linked.add(file_name)
             _link(video.path, out / "videos" / file_name)
             (out / "asr").mkdir(exist_ok=True)  # empty when the video has no speech: that is its transcript
-            write_srt([Subtitle(start=s, end=e, text=t) for s, e, t in cues], out / "asr" / f"{video.id}.srt")
-    _remove_stale(out, linked, {r["video_id"] for r in kept})
+            write_srt([Subtitle(start=s, end=e, text=t) for s, e, t in cues], out / "asr" / f"{source.name}.srt")
+            transcripts.add(source.name)
+    _remove_stale(out, linked, transcripts)
     _write_json(out / "neptune_full.json", kept)
     _write_json(out / "removed.json", removed)
     write_samples(out / "benchmark.jsonl", samples)
     return {"questions": len(kept), "removed by the QAD filter": len(removed), "incomplete": incomplete,
-            "videos": len({r["video_id"] for r in kept}), "neptune_full.json": str(out / "neptune_full.json"),
+            "videos": len(transcripts), "neptune_full.json": str(out / "neptune_full.json"),
             "benchmark.jsonl": str(out / "benchmark.jsonl")}

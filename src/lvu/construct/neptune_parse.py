@@ -423,13 +423,14 @@ def _ratio(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _norm(a), _norm(b)).ratio()
 
 
-def parse_decoys(reply: str, questions: Sequence[QA], decoy_number: int = 6, *, min_decoys: int = 4,
+def parse_decoys(reply: str, questions: Sequence[QA], decoy_number: int = 6, *,
                  partial: bool = False) -> list[list[str]]:
-    """The wrong answers for each of `questions` (same order), at most `decoy_number` each, without
-    repeats or copies of the correct answer. Blocks are matched to questions by the repeated question
-    text, else the repeated answer, else the question number, else position (when the counts agree).
-    A question with fewer than `min_decoys` wrong answers is malformed, unless `partial` (then it
-    gets what there is, maybe [])."""
+    """The wrong answers for each of `questions` (same order): exactly `decoy_number` each, after
+    repeats and copies of the correct answer are dropped. Blocks are matched to questions by the
+    repeated question text, else the repeated answer, else the question number, else position (when
+    the counts agree). A question with another count (more or fewer, or missing) is malformed — the
+    error names every such question — unless `partial` (then each gets what there is, at most
+    `decoy_number`, maybe [])."""
     blocks = [b for b in _scan(reply) if b.wrong]
     matched: dict[int, _Block] = {}
     rest = []
@@ -449,15 +450,18 @@ def parse_decoys(reply: str, questions: Sequence[QA], decoy_number: int = 6, *, 
         elif len(blocks) == len(questions) and blocks.index(b) not in matched:
             matched[blocks.index(b)] = b
     out: list[list[str]] = []
+    wrong_counts: list[str] = []
     for i, qa in enumerate(questions):
         wrong: list[str] = []
         for w in matched[i].wrong if i in matched else []:
             if _norm(w) and _norm(w) != _norm(qa.answer) and _norm(w) not in map(_norm, wrong):
                 wrong.append(w)
-        wrong = wrong[:decoy_number]
-        if len(wrong) < min_decoys and not partial:
+        if len(wrong) != decoy_number:
             got = f"has {len(wrong)} wrong answers" if i in matched else "is missing"
-            raise ReplyParseError(f"in the decoys reply question {i + 1} ({qa.question[:60]!r}) {got}; "
-                                  f"{decoy_number} are needed", DECOYS_FORMAT)
-        out.append(wrong)
+            wrong_counts.append(f"question {i + 1} ({qa.question[:60]!r}) {got}")
+        out.append(wrong[:decoy_number])
+    if wrong_counts and not partial:
+        raise ReplyParseError(f"in the decoys reply {'; '.join(wrong_counts)} — exactly {decoy_number} different "
+                              f"wrong answers per question are needed (repeats and copies of the correct answer "
+                              f"do not count)", DECOYS_FORMAT)
     return out
