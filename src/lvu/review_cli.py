@@ -1,6 +1,7 @@
 """`lvu review`: rater verification in the browser (docs/review.md).
 
     lvu review OUT [--raters a,b,c] [--examiners d] [--per-question 3]   serve the review app
+    lvu review OUT --protocol longvideobench [--role writer=a ...]       another protocol (docs/review.md)
     lvu review export OUT -o FINAL                                      the verified benchmark
     lvu review stats OUT                                                agreement and outcomes
 
@@ -10,6 +11,7 @@ lvu.web.review_store, the export lvu.web.review_export. typer + rich only at mod
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -59,21 +61,50 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
     db: Db = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the first rater's queue in a browser.")] = False,
+    protocol: Annotated[Optional[str], typer.Option(
+        "--protocol", help="How questions are reviewed: neptune (default), videomme, videomme-revise, lvbench, "
+                           "longvideobench, or a YAML/JSON protocol file (docs/review.md \"Protocols\"). Stored in "
+                           "the review file on first start; a later start with another one is refused.")] = None,
+    role: Annotated[Optional[list[str]], typer.Option(
+        "--role", help="ROLE=name,name: who takes a role of a chain protocol (e.g. --role writer=ann --role "
+                       "examiner=eve); default: the stored people, first time one per role named ROLE1. "
+                       "--raters / --examiners name the first / second role.")] = None,
 ) -> None:
     """Serve the review app and print each person's link (it carries their token)."""
+    from lvu.errors import LvuError
     from lvu.web.review_app import create_review_app
+    from lvu.web.review_protocols import load_protocol
     from lvu.web.serve import allowed_hosts, listen, serve_forever, warn_if_exposed
 
     source, store = _open(out, db)
-    people = store.setup(source, _names(raters), _names(examiners), per_question)
+    chosen = store.protocol(load_protocol(protocol) if protocol is not None else None, record=True)
+    if chosen.rule == "chain":
+        wanted: dict[str, list[str] | None] = {}
+        for spec in role or []:
+            name, sep, names = spec.partition("=")
+            if not sep or not _names(names):
+                raise LvuError(f"--role {spec}: write ROLE=name[,name...], e.g. --role {chosen.roles[0].name}=alice")
+            wanted[name.strip()] = _names(names)
+        for given, r in ((raters, chosen.roles[0]), (examiners, chosen.roles[1] if len(chosen.roles) > 1 else None)):
+            if given is not None and r is not None:
+                wanted.setdefault(r.name, _names(given))
+        people = store.setup_chain(source, chosen, wanted)
+    else:
+        if role:
+            raise LvuError(f"--role is for chain protocols; the {chosen.name} protocol takes --raters / --examiners")
+        people = store.setup(source, _names(raters), _names(examiners), per_question)
     app = create_review_app(source, store, allowed_hosts=allowed_hosts(host))
     sock, url = listen(host, port)
     bad = f", {source.n_bad} bad line(s) skipped" if source.n_bad else ""
-    print(f"lvu review of {source.path} ({len(source.items)} questions{bad}, {store.per_question()} raters each; "
+    each = f"{store.per_question()} raters each" if chosen.rule == "majority" else \
+        " -> ".join(r.name for r in chosen.roles)
+    if chosen.name != "neptune":
+        each = f"{chosen.name} protocol: {each}"
+    print(f"lvu review of {source.path} ({len(source.items)} questions{bad}, {each}; "
           f"decisions in {store.path}) at {url} — Ctrl-C to stop", flush=True)
     assigned = store.assignments()
     for p in people:
-        page = "examine" if p.examiner and not p.rater else "queue"
+        page = "examine" if p.examiner and not p.rater and chosen.rule == "majority" else "queue"
         n = sum(p.name in r for r in assigned.values())
         print(f"  {p.name} ({p.roles}{f', {n} questions' if p.rater else ''}): {url}{page}?t={p.token}", flush=True)
     warn_if_exposed(host, "and has a rater link can read and change these decisions (plain HTTP)")
@@ -89,20 +120,31 @@ def export_command(
     min_ratings: Annotated[Optional[int], typer.Option(
         "--min-ratings", min=1, help="Submitted decisions a majority needs (default: raters per question).")] = None,
 ) -> None:
-    """Write the verified benchmark (examiner decision, else majority): benchmark.jsonl, Neptune's
-    neptune_full.json, mmh_candidates.jsonl, decisions.jsonl, versions.jsonl."""
+    """Write the verified benchmark under the review's protocol: benchmark.jsonl, decisions.jsonl,
+    versions.jsonl; Neptune's neptune_full.json and mmh_candidates.jsonl (neptune), or
+    LongVideoBench's lvb_val.json with videos/ and subtitles/ (longvideobench)."""
     from lvu.web.review_export import export
 
     source, store = _open(out, db)
     summary = export(source, store, final, min_ratings=min_ratings)
-    console.print(f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['unresolved']} unresolved "
-                  f"(examiner needed), {summary['incomplete']} incomplete; {summary['neptune schema']} in Neptune's "
-                  f"schema; {summary['versions']} decision versions -> {summary['out']}", markup=False, highlight=False)
+    if summary["protocol"] == "neptune" or summary["neptune schema"]:
+        console.print(f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['unresolved']} "
+                      f"unresolved (examiner needed), {summary['incomplete']} incomplete; {summary['neptune schema']} in "
+                      f"Neptune's schema; {summary['versions']} decision versions -> {summary['out']}",
+                      markup=False, highlight=False)
+    else:
+        console.print(f"{summary['protocol']} protocol: {summary['accepted']} accepted, {summary['rejected']} rejected, "
+                      f"{summary['pending']} pending; {summary['versions']} decision versions -> {summary['out']}",
+                      markup=False, highlight=False)
     console.print(summary["log"].line(), markup=False, highlight=False)
     if summary["log"].broken:
         raise typer.Exit(1)
     console.print(f"run it: lvu run -b jsonl --data {Path(summary['out']) / 'benchmark.jsonl'} -m MODEL",
                   markup=False, highlight=False)
+    if release := summary["release"]:
+        left = f" ({release['left out']} left out: see the warnings)" if release["left out"] else ""
+        console.print(f"{release['file']}: {release['questions']} questions{left}; run it: {release['run']}",
+                      markup=False, highlight=False)
 
 
 @review_app.command("stats")
@@ -116,6 +158,16 @@ def stats_command(
     from lvu.web.review_export import agreement_of, outcomes
 
     source, store = _open(out, db)
+    protocol = store.protocol()
+    if protocol.rule == "chain":  # one decision per round: no agreement to measure
+        from lvu.web.review_export import reviewed
+
+        counts = Counter(r.status for r in reviewed(source, store, protocol))
+        console.print(f"{protocol.name} protocol: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in
+                                                                 ("accepted", "rejected", "pending")),
+                      markup=False, highlight=False)
+        console.print(store.verify_log().line(), markup=False, highlight=False)
+        return
     table = Table("field", "items", "agreement %", "unanimous %", "chance %", "Fleiss' kappa")
     for f in agreement_of(source, store):
         cells = [f["agreement_pct"], f["unanimous_pct"], f["chance_pct"]]

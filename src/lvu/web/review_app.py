@@ -12,10 +12,8 @@ Questions are named by their place in the file (`/item/3`); videos by a key of a
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +27,7 @@ from lvu.web import review_pages as pages
 from lvu.web.app import new_app
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_export import agreement_of, outcomes
+from lvu.web.review_http import MAX_BODY, MAX_VERSIONS, StoreTrouble, read_body
 from lvu.web.review_js import SCRIPT
 from lvu.web.review_rules import (
     CRITERIA, Decision, DecisionError, Final, Version, check, disagreements, final_decision,
@@ -36,49 +35,6 @@ from lvu.web.review_rules import (
 from lvu.web.review_store import EXAMINER, RATERS, Person, ReviewStore
 
 _ORDINAL = re.compile(r"0|[1-9][0-9]{0,8}")
-MAX_BODY = 64_000
-MAX_VERSIONS = 200
-"""Versions one person may save of one decision (drafts autosave; far more is a runaway client)."""
-log = logging.getLogger("lvu.review")
-
-
-class StoreTrouble:
-    """The decision store failing (locked, disk full, I/O): one JSON line per request, one log
-    line per kind of trouble, and the time of the last save that did land."""
-
-    def __init__(self) -> None:
-        self.last_saved: float | None = None
-        self.logged: set[str] = set()
-
-    def response(self, error: sqlite3.Error) -> JSONResponse:
-        text = str(error)
-        if "locked" in text or "busy" in text:
-            detail = "the decision store is busy (another process is writing it) — try again in a moment"
-        else:
-            since = time.strftime("%H:%M", time.localtime(self.last_saved)) if self.last_saved else "this server started"
-            full = "full" in text or "I/O" in text
-            detail = (f"{'disk full: free space' if full else f'the decision store failed ({text})'}; nothing saved "
-                      f"before {since} is lost, this change was not saved — try again once fixed")
-        kind = detail.split(";")[0].split(" —")[0]
-        if kind not in self.logged:
-            self.logged.add(kind)
-            log.error("lvu review: %s", detail)
-        return JSONResponse({"detail": detail}, status_code=503)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused (413) past `limit` bytes: by Content-Length before reading, else as it streams."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise HTTPException(413, f"decision larger than {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise HTTPException(413, f"decision larger than {limit} bytes")
-    return bytes(body)
-
-
 def proposal(final: Final, item: ReviewItem) -> Decision | None:
     """The examiner's starting point: the majority's decision where there is one."""
     if final.status == "rejected":
@@ -93,7 +49,13 @@ def proposal(final: Final, item: ReviewItem) -> Decision | None:
 
 
 def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts: Sequence[str] | None = None):
-    """The app (module docstring); `allowed_hosts` as for the viewer (lvu.web.app.new_app)."""
+    """The app (module docstring); `allowed_hosts` as for the viewer (lvu.web.app.new_app). Under a
+    chain protocol (the one the review file stores) the app is lvu.web.review_chain_app's."""
+    protocol = store.protocol()
+    if protocol.rule == "chain":
+        from lvu.web.review_chain_app import create_chain_app
+
+        return create_chain_app(source, store, protocol, allowed_hosts=allowed_hosts)
     app = new_app("lvu review", allowed_hosts)
     digests = {i.id: i.digest for i in source.items}
     trouble = StoreTrouble()

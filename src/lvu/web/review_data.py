@@ -151,6 +151,12 @@ def evidence_of(sample: Sample, answer: str) -> list[tuple[float, float]]:
     return [(a, b) for a, b in spans if a < b or not any(x <= a <= y and x < y for x, y in spans)]
 
 
+def video_id(sample: Sample) -> str:
+    """The question's video name in an export: `extra.video_id`, else the video file's stem."""
+    value = sample.extra.get("video_id")
+    return value if isinstance(value, str) and value else Path(sample.video.path).stem
+
+
 def item_of(ordinal: int, sample: Sample) -> ReviewItem:
     answer = answer_text(sample)
     decoys = decoys_of(sample)

@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ from lvu.construct.review_labels import MODALITY_LABEL, REFERENCE_FIELD, REVIEW_
 from lvu.errors import LvuError
 from lvu.paths import inside
 from lvu.types import Sample, SubtitleRef, VideoRef
-from lvu.web.review_data import ReviewItem, ReviewSource
+from lvu.web.review_chain import REFERRED_MOMENTS_FIELD, REFERRING_QUERY_FIELD, ChainOutcome, chain_outcome
+from lvu.web.review_data import ReviewItem, ReviewSource, default_db, load_source, video_id
+from lvu.web.review_protocols import ReviewProtocol
 from lvu.web.review_rules import Final, agreement, final_decision
 from lvu.web.review_store import EXAMINER, RATERS, ReviewStore
 
@@ -79,11 +82,6 @@ def _link(source: str, target: Path, links: dict[Path, str]) -> Path:
     return target
 
 
-def video_id(sample: Sample) -> str:
-    value = sample.extra.get("video_id")
-    return value if isinstance(value, str) and value else Path(sample.video.path).stem
-
-
 def media_targets(item: ReviewItem, out: Path) -> tuple[Path, Path | None]:
     """Where FINAL holds the question's video and transcript (checked: plain names, inside `out`)."""
     what = f"question {item.id}"
@@ -95,8 +93,8 @@ def media_targets(item: ReviewItem, out: Path) -> tuple[Path, Path | None]:
     return video, inside(out, "asr", name, what=f"{what} (extra.video_id)")
 
 
-def verified_sample(item: ReviewItem, final: Final, out: Path, links: dict[Path, str]) -> Sample:
-    """The question as the decision leaves it, its media linked under `out`."""
+def decided_sample(item: ReviewItem, final: Final) -> Sample:
+    """The question as a Neptune-rule decision leaves it (its media where the question file has them)."""
     sample = item.sample.model_copy(deep=True)
     if item.decoys:
         sample.options, sample.answer = shuffled_options(final.answer, final.decoys, item.id)
@@ -105,6 +103,11 @@ def verified_sample(item: ReviewItem, final: Final, out: Path, links: dict[Path,
     sample.labels[MODALITY_LABEL] = final.modality or ""
     sample.extra[REFERENCE_FIELD] = final.answer
     sample.extra[REVIEW_FIELD] = {"source": final.source, "raters": final.raters}
+    return sample
+
+
+def linked(item: ReviewItem, sample: Sample, out: Path, links: dict[Path, str]) -> Sample:
+    """`sample` with its video and transcript linked under `out`."""
     video_target, asr_target = media_targets(item, out)
     video = _link(item.sample.video.path, video_target, links)
     sample.video = VideoRef(path=str(video), duration=item.sample.video.duration)
@@ -172,13 +175,20 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
     out = Path(out).resolve()  # media paths in benchmark.jsonl are then written relative to it
     earlier_head = check_target(source, store, out)
     log = store.verify_log(earlier_head)
-    decided = outcomes(source, store, min_ratings)
+    protocol = store.protocol()
+    chain = reviewed(source, store, protocol) if protocol.rule == "chain" else []
+    decided = [] if chain else outcomes(source, store, min_ratings)
     for item, final in decided:  # every name checked before anything is written
         if final.status == "accepted":
             media_targets(item, out)
+    for r in chain:
+        if r.status == "accepted":
+            media_targets(r.item, out)
     out.mkdir(parents=True, exist_ok=True)
     record = {"source": str(source.path.resolve()), "decisions": str(Path(store.path).resolve()),
               "log": {"head": list(earlier_head) if earlier_head else None, "broken": log.broken}}
+    if chain:
+        record["protocol"] = {"name": protocol.name, "digest": protocol.digest()}
     _write(out / EXPORT_RECORD, json.dumps(record, indent=1) + "\n")  # first: a killed export is still ours
     links: dict[Path, str] = {}
     samples, neptune, lines = [], [], []
@@ -188,13 +198,24 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
                       "reasons": final.reasons, "raters": final.raters})
         if final.status != "accepted":
             continue
-        sample = verified_sample(item, final, out, links)
+        sample = linked(item, decided_sample(item, final), out, links)
         samples.append(sample)
         if len(sample.options) == 5:
             neptune.append(neptune_record(item, final, sample))
-    write_samples(out / "benchmark.jsonl", samples)
-    write_samples(out / "mmh_candidates.jsonl", mmh_candidates(samples))
-    _write(out / "neptune_full.json", json.dumps(neptune, indent=1, ensure_ascii=False) + "\n")
+    released: dict[str, Any] = {}
+    if chain:
+        from lvu.web.review_release import write_release
+
+        for r in chain:
+            lines.append({"id": r.item.id, "status": r.status, "why": r.why, "reason": r.reason,
+                          "raters": r.sample.extra[REVIEW_FIELD]["raters"] if r.sample else {}})
+        samples = [linked(r.item, r.sample, out, links) for r in chain if r.sample is not None]
+        write_samples(out / "benchmark.jsonl", samples)
+        released = write_release(protocol, out, samples)
+    else:
+        write_samples(out / "benchmark.jsonl", samples)
+        write_samples(out / "mmh_candidates.jsonl", mmh_candidates(samples))
+        _write(out / "neptune_full.json", json.dumps(neptune, indent=1, ensure_ascii=False) + "\n")
     _write(out / "decisions.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     versions = store.versions()
     _write(out / "versions.jsonl", "".join(json.dumps(v.to_json(), ensure_ascii=False) + "\n" for v in versions))
@@ -202,5 +223,112 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
         record["log"] = {"rows": log.rows, "head": list(log.head), "broken": None, "unchained": log.unchained}
     _write(out / EXPORT_RECORD, json.dumps(record, indent=1) + "\n")
     counts = Counter(x["status"] for x in lines)
-    return {"log": log, **{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete")},
-            "neptune schema": len(neptune), "versions": len(versions), "out": str(out)}
+    return {"log": log, **{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete", "pending")},
+            "neptune schema": len(neptune), "versions": len(versions), "out": str(out), "protocol": protocol.name,
+            "release": released}
+
+
+# ---- any protocol: the reviewed questions as lvu samples ------------------------------------------------
+
+
+def chain_outcomes(source: ReviewSource, store: ReviewStore, protocol: ReviewProtocol) -> list[tuple[ReviewItem, ChainOutcome]]:
+    """A chain protocol's outcome per question (lvu.web.review_chain.chain_outcome)."""
+    digests = {i.id: i.digest for i in source.items}
+    rounds = {n: store.latest(n, digests, submitted=True) for n in range(1, len(protocol.roles) + 1)}
+    out = []
+    for item in source.items:
+        latest = {n: max(per[item.id].values(), key=lambda v: (v.created, v.version))
+                  for n, per in rounds.items() if per.get(item.id)}
+        out.append((item, chain_outcome(item, protocol, latest)))
+    return out
+
+
+def chain_sample(item: ReviewItem, outcome: ChainOutcome, protocol: ReviewProtocol) -> Sample:
+    """The question as a chain's decisions leave it: question, options, answer, category (and its
+    level), the referring query and the referred moments."""
+    a = outcome.annotation
+    sample = item.sample.model_copy(deep=True)
+    sample.question, sample.options, sample.answer = a.question, list(a.options), a.answer_index()
+    if a.category:
+        sample.labels[protocol.category_label] = a.category
+        if a.category in protocol.levels:
+            sample.labels["level"] = protocol.levels[a.category]
+    if REFERENCE_FIELD in sample.extra or not a.options:
+        sample.extra[REFERENCE_FIELD] = a.answer
+    if a.referring_query is not None:
+        sample.extra[REFERRING_QUERY_FIELD] = list(a.referring_query)
+        sample.extra["question_wo_referring_query"] = a.without_query()
+    if a.referred_moments:
+        sample.extra[REFERRED_MOMENTS_FIELD] = [list(m) for m in a.referred_moments]
+    sample.extra[REVIEW_FIELD] = {"protocol": protocol.name, "source": list(outcome.by)[-1] if outcome.by else "",
+                                  "raters": outcome.counted()}
+    return sample
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """One question's outcome under any protocol: `sample` when accepted, `reason` when rejected,
+    `why` it waits otherwise."""
+
+    item: ReviewItem
+    status: str
+    """accepted, rejected or pending."""
+    sample: Sample | None = None
+    reason: str = ""
+    why: str = ""
+
+
+def reviewed(source: ReviewSource, store: ReviewStore, protocol: ReviewProtocol,
+             min_ratings: int | None = None) -> list[Reviewed]:
+    """Every question's outcome under the review's protocol."""
+    out = []
+    if protocol.rule == "majority":
+        for item, final in outcomes(source, store, min_ratings):
+            if final.status == "accepted":
+                out.append(Reviewed(item, "accepted", decided_sample(item, final)))
+            elif final.status == "rejected":
+                out.append(Reviewed(item, "rejected", reason="; ".join(dict.fromkeys(r for r in final.reasons if r))))
+            else:
+                out.append(Reviewed(item, "pending", why=f"{final.status}: {final.why}" if final.why else final.status))
+        return out
+    for item, outcome in chain_outcomes(source, store, protocol):
+        if outcome.status == "accepted":
+            out.append(Reviewed(item, "accepted", chain_sample(item, outcome, protocol)))
+        elif outcome.status == "rejected":
+            out.append(Reviewed(item, "rejected", reason=outcome.reason))
+        else:
+            out.append(Reviewed(item, "pending", why=f"waiting for the {outcome.waiting}"))
+    return out
+
+
+@dataclass(frozen=True)
+class ReviewedSamples:
+    """What a review has decided so far (`reviewed_samples`)."""
+
+    accepted: list[dict]
+    """lvu JSONL records (docs/jsonl-format.md) with the reviewers' edits applied; ids unchanged."""
+    rejected: dict[str, str]
+    """id -> the reason given."""
+    pending: list[str]
+    """ids with no final decision yet."""
+
+
+def reviewed_samples(question_file: str | Path, db: str | Path | None = None) -> ReviewedSamples:
+    """The reviewed questions of `question_file` (a JSONL file, or a folder as `lvu review` takes)
+    under the protocol stored in the review file `db` (default: `<file>.review.sqlite` beside it).
+    Reads only: a review never started has every question pending, and no file is made. Media paths
+    are absolute (as loaded)."""
+    source = load_source(question_file)
+    path = Path(db) if db is not None else default_db(question_file)
+    if not path.is_file():
+        return ReviewedSamples([], {}, [i.id for i in source.items])
+    store = ReviewStore(path)
+    accepted, rejected, pending = [], {}, []
+    for r in reviewed(source, store, store.protocol()):
+        if r.status == "accepted" and r.sample is not None:
+            accepted.append(r.sample.model_dump(mode="json"))
+        elif r.status == "rejected":
+            rejected[r.item.id] = r.reason
+        else:
+            pending.append(r.item.id)
+    return ReviewedSamples(accepted, rejected, pending)

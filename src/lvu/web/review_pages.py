@@ -48,12 +48,13 @@ def with_token(path: str, person: Person) -> str:
     return f"{path}?t={quote(person.token, safe='')}"
 
 
-def page(title: str, body: str, person: Person, crumbs: list[tuple[str, str]] = (), script: bool = False) -> str:
+def page(title: str, body: str, person: Person, crumbs: list[tuple[str, str]] = (), script: bool = False,
+         head: str = "") -> str:
     home = ("queue", with_token("/queue", person))
     extra = [("examine", with_token("/examine", person)), ("agreement", with_token("/stats", person))] \
         if person.examiner else []
     who = f"<p class=note>signed in as <b id=who>{e(person.name)}</b> ({e(person.roles)})</p>"
-    return layout(title, who + body, [*extra, *crumbs], home=home, css=CSS, head=SCRIPT if script else "")
+    return layout(title, who + body, [*extra, *crumbs], home=home, css=CSS, head=(SCRIPT if script else "") + head)
 
 
 def status_cell(v: Version | None) -> str:

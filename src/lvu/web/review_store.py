@@ -26,10 +26,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lvu.errors import LvuError
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_rules import Decision, Version
+
+if TYPE_CHECKING:
+    from lvu.web.review_protocols import ReviewProtocol
 
 RATERS, EXAMINER = 1, 2
 """Rounds: independent raters, then the examiner who resolves."""
@@ -41,6 +45,7 @@ CREATE TABLE IF NOT EXISTS people(name TEXT PRIMARY KEY, token TEXT NOT NULL UNI
     rater INTEGER NOT NULL, examiner INTEGER NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS items(sample_id TEXT NOT NULL, digest TEXT NOT NULL, shown TEXT NOT NULL,
     added REAL NOT NULL, PRIMARY KEY(sample_id, digest));
+CREATE TABLE IF NOT EXISTS duties(name TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY(name, role));
 CREATE TABLE IF NOT EXISTS assignments(sample_id TEXT NOT NULL, rater TEXT NOT NULL, assigned REAL NOT NULL,
     PRIMARY KEY(sample_id, rater));
 CREATE TABLE IF NOT EXISTS decisions(id INTEGER PRIMARY KEY AUTOINCREMENT, sample_id TEXT NOT NULL,
@@ -92,9 +97,13 @@ class Person:
     token: str
     rater: bool
     examiner: bool
+    duties: tuple[str, ...] = ()
+    """A chain protocol's roles (lvu.web.review_protocols); empty under Neptune's rater / examiner."""
 
     @property
     def roles(self) -> str:
+        if self.duties:
+            return " + ".join(self.duties)
         return " + ".join(r for r, yes in (("rater", self.rater), ("examiner", self.examiner)) if yes)
 
 
@@ -103,6 +112,8 @@ class ReviewStore:
 
     def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
+        self.decision_type: type[Decision] = Decision
+        """How stored decisions are read: a chain protocol's carry its edits (lvu.web.review_chain)."""
         self.busy_timeout = busy_timeout
         """Seconds a call waits for another writer's lock before failing ("database is locked")."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,8 +175,64 @@ class ReviewStore:
 
     @staticmethod
     def _people(db: sqlite3.Connection) -> list[Person]:
+        duties: dict[str, list[str]] = {}
+        for name, role in db.execute("SELECT name, role FROM duties ORDER BY rowid"):
+            duties.setdefault(name, []).append(role)
         rows = db.execute("SELECT name, token, rater, examiner FROM people ORDER BY created, name")
-        return [Person(n, t, bool(r), bool(x)) for n, t, r, x in rows]
+        return [Person(n, t, bool(r), bool(x), tuple(duties.get(n, ()))) for n, t, r, x in rows]
+
+    # ---- the protocol --------------------------------------------------------------------------------
+
+    def protocol(self, requested: ReviewProtocol | None = None, *, record: bool = False) -> ReviewProtocol:
+        """The protocol this review runs under: the one stored on first start (a review from before
+        protocols: Neptune's). `requested` must be that one (decisions were made under it);
+        `record` stores it when none is. Sets how decisions are read."""
+        from lvu.web.review_protocols import BUILT_IN, DEFAULT, ReviewProtocol
+
+        with self.db() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'protocol'").fetchone()
+            stored = ReviewProtocol.model_validate_json(row[0]) if row else None
+            if stored is None and db.execute("SELECT 1 FROM decisions LIMIT 1").fetchone():
+                stored = BUILT_IN[DEFAULT]  # decided before protocols were stored: Neptune's was the only one
+            if stored is not None and requested is not None and requested.digest() != stored.digest():
+                raise LvuError(f"{self.path}: this review runs the {stored.name!r} protocol (digest {stored.digest()}), "
+                               f"not {requested.name!r} ({requested.digest()}) — decisions were made under the first; "
+                               f"pass --protocol {stored.name}, or start a new review with another --db")
+            protocol = stored or requested or BUILT_IN[DEFAULT]
+            if record and row is None:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('protocol', ?)", (protocol.canonical(),))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('protocol_digest', ?)", (protocol.digest(),))
+        from lvu.web.review_chain import EditDecision
+
+        self.decision_type = EditDecision if protocol.rule == "chain" else Decision
+        return protocol
+
+    def setup_chain(self, source: ReviewSource, protocol: ReviewProtocol,
+                    people: dict[str, list[str] | None]) -> list[Person]:
+        """`setup` for a chain protocol: each role's people (None keeps the stored ones; first start:
+        one person named after the role, e.g. `reviser1`). The first role's people share its
+        questions in turn (one each); a later role's people see every question sent to that role."""
+        with self.db() as db:
+            stored: dict[str, list[str]] = {}
+            for name, role in db.execute("SELECT name, role FROM duties ORDER BY rowid"):
+                stored.setdefault(role, []).append(name)
+        chosen = {r.name: people.get(r.name) or stored.get(r.name) or [f"{r.name}1"] for r in protocol.roles}
+        if unknown := sorted(set(people) - set(chosen)):
+            raise LvuError(f"--role {unknown[0]}: the {protocol.name} protocol has roles {', '.join(chosen)}")
+        first = protocol.roles[0].name
+        later = [n for r in protocol.roles[1:] for n in chosen[r.name]]
+        self.setup(source, chosen[first], list(dict.fromkeys(later)), 1)
+        self.set_duties(chosen)
+        return self.people()
+
+    def set_duties(self, duties: dict[str, list[str]]) -> None:
+        """A chain protocol's roles: role -> people (a role not given keeps its people)."""
+        with self.db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            for role, names in duties.items():
+                db.execute("DELETE FROM duties WHERE role = ?", (role,))
+                db.executemany("INSERT INTO duties VALUES (?, ?)", [(n, role) for n in names])
+            db.execute("COMMIT")
 
     def people(self) -> list[Person]:
         with self.db() as db:
@@ -230,7 +297,7 @@ class ReviewStore:
                + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id")
         with self.db() as db:
             rows = db.execute(sql, args).fetchall()
-        return [Version(s, r, n, v, c, Decision.model_validate_json(d)) for s, r, n, v, c, d, digest in rows
+        return [Version(s, r, n, v, c, self.decision_type.model_validate_json(d)) for s, r, n, v, c, d, digest in rows
                 if digests is None or digests.get(s) == digest]
 
     def latest(self, round: int, digests: dict[str, str], *, submitted: bool = False) -> dict[str, dict[str, Version]]:
