@@ -105,7 +105,8 @@ def test_neptune_refuses_bad_options_without_the_cli(options, message):
 def test_neptune_options_are_typed_and_complete():
     pipeline = Neptune({"questions": "7", "asr": "none"})  # --opt values arrive as text or JSON
     assert pipeline.config.questions == 7 and pipeline.options["questions"] == 7
-    assert pipeline.options["filter_seeds"] == 3 and pipeline.options["min_seconds"] == 16.0
+    assert pipeline.options["filter_seeds"] == 3 and pipeline.options["min_seconds"] is None  # no invented minimum
+    assert pipeline.options["truncate_seconds"] == 900.0
 
 
 def test_list_names_every_builtin_pipeline_with_options_and_roles():
@@ -261,3 +262,21 @@ def test_neptune_export_keeps_inputs_and_drops_what_is_no_longer_built(tmp_path)
     _remove_stale(out, {"own.mp4"}, {"own"})
     assert sorted(p.name for p in (out / "videos").iterdir()) == ["own.mp4"] and old.read_bytes() == b"old"
     assert sorted(p.name for p in (out / "asr").iterdir()) == ["own.srt"]
+
+
+def test_an_option_added_by_a_later_lvu_is_a_change_only_away_from_its_default(tmp_path):
+    """A folder built before an option existed (build.json lacks it) resumes while the option is at
+    its default; set to anything else it is a change like any other option."""
+    from lvu.construct.filtering import BlindFilter, pipeline_options
+    from lvu.construct.blind_rules import FilterSettings
+    from lvu.construct.pipeline import Item
+    from lvu.construct.store import CONFIG_FILE, changes_from_record
+
+    pipeline = BlindFilter(pipeline_options(FilterSettings("lvbench"), 2))
+    items = [Item("q1", "v.mp4", {})]
+    recorded = dict(pipeline.options)
+    del recorded["allow_single"]  # what an lvu from before --allow-single wrote
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"options": recorded, "videos": [{"id": "q1", "path": "v.mp4"}]}))
+    assert changes_from_record(tmp_path, pipeline, items, {}) == []
+    allowed = BlindFilter({**pipeline.options, "allow_single": True})
+    assert changes_from_record(tmp_path, allowed, items, {}) == ["option allow_single: None -> True"]

@@ -37,16 +37,28 @@ def split_model_args(models: list[str], args: dict[str, Any]) -> list[dict[str, 
 
 def filter_pipeline(settings: FilterSettings, n_models: int) -> Any:
     """The blind-filter pipeline this command's settings make (its build.json; check_rebuild)."""
-    from lvu.construct.filtering import BlindFilter
+    from lvu.construct.filtering import BlindFilter, pipeline_options
 
-    return BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
-                        "seed_base": settings.seed_base, "asr": settings.asr, "models": n_models})
+    return BlindFilter(pipeline_options(settings, n_models))
+
+
+def review_app_reviews(queue: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The review app's decisions on a revision queue file (its review file beside it)."""
+    try:
+        from lvu.web.review_export import reviewed_samples
+    except ImportError as e:
+        raise LvuError(f"reading the reviews of {queue} needs lvu's review app ({e}) — pip install 'lvu[web]'") from None
+    got = reviewed_samples(queue)
+    return {r["id"]: r for r in got.accepted}, dict(got.rejected)
 
 
 async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
+                  revise_into: Path | None = None, max_rounds: int = 0,
                   **kwargs: Any) -> tuple[FilterOutcome, dict[str, Any]]:
-    """The outcome, and the build.json that lets `lvu build status OUT` open the filter's folder."""
+    """The outcome (with `revise_into`: its revision's too), and the build.json that lets `lvu
+    build status OUT` open the filter's folder."""
     from lvu.construct.filtering import filter_samples, model_roles, unique_items
+    from lvu.construct.revise import revise_flagged
     from lvu.construct.store import build_config
     from lvu.models.probes import build_model
 
@@ -55,6 +67,11 @@ async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]]
         for name, a in zip(names, args):
             models.append(build_model(name, a))
         outcome = await filter_samples(bench, models, settings, **kwargs)
+        if revise_into is not None and not outcome.interrupted and not outcome.notes:
+            outcome.revision = await revise_flagged(
+                outcome, models, settings, revise_into, max_rounds=max_rounds, reviews=review_app_reviews, concurrency=kwargs["concurrency"],
+                fresh=kwargs["fresh"], show_progress=kwargs.get("show_progress", True))
+            outcome.calls += outcome.revision.calls
         config = build_config(filter_pipeline(settings, len(models)), dict(zip(model_roles(len(models)), models)), unique_items(outcome.samples),
                               store_dir=outcome.results_dir)
         return outcome, config
@@ -73,6 +90,9 @@ def filter_command(
     threshold: Annotated[int, typer.Option(help="neptune-qad: removed when the answer is ranked first in at least this many seeds.")] = 2,
     seed_base: Annotated[int, typer.Option(help="neptune-qad: first seed (seeds SEED_BASE..SEED_BASE+SEEDS-1).")] = 0,
     asr: Annotated[bool, typer.Option("--asr", help="Give the transcript too: the sample's subtitles, else Whisper ASR (Neptune's ASR filter).")] = False,
+    allow_single: Annotated[bool, typer.Option("--allow-single", help="lvbench: allow one model (the paper used two, GLM-4 and GPT-4, and removed a question only when both were right); the rule becomes 'removed when the model is right' and summary.json says single_model: true.")] = False,
+    revise: Annotated[bool, typer.Option("--revise", help="Send flagged questions for revision instead of removing them (Video-MME): they wait in OUT/revision/questions.jsonl for `lvu review OUT/revision --protocol videomme-revise`; the same command run again filters the revisions (kept, or back for another round) and drops the rejected ones.")] = False,
+    max_rounds: Annotated[Optional[int], typer.Option("--max-rounds", help="With --revise: revisions a question gets; one still flagged after this many is dropped (default 3).")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory.")] = None,
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable).")] = [],
@@ -87,9 +107,9 @@ def filter_command(
     """Remove the questions a model answers without the video — the papers' blind filters.
 
     Rules: neptune-qad (rank the options, 3 shuffled seeds, removed when right in >= 2; --asr adds
-    the transcript), lvbench (removed iff all models give the same correct answer), text-only
-    (removed when any model is right). Decisions are committed as they come: the same command
-    resumes after a crash. Example:
+    the transcript), lvbench (LVBench's evaluation prompt; removed iff both models give the same
+    correct answer), text-only (removed when any model is right; --revise sends it for revision
+    instead). Decisions are committed as they come: the same command resumes after a crash. Example:
 
         lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
     """
@@ -100,8 +120,16 @@ def filter_command(
     check_limit(limit)
     if concurrency < 1:
         raise LvuError(f"--concurrency {concurrency} is not a positive number of questions — e.g. --concurrency 8")
-    settings = FilterSettings(rule=rule, seeds=seeds, threshold=threshold, seed_base=seed_base, asr=asr)
+    settings = FilterSettings(rule=rule, seeds=seeds, threshold=threshold, seed_base=seed_base, asr=asr,
+                              allow_single=allow_single)
     settings.check(len(model))
+    from lvu.construct.revise import DEFAULT_MAX_ROUNDS
+
+    if max_rounds is not None and not revise:
+        raise LvuError("--max-rounds counts revision rounds: pass it with --revise")
+    rounds = DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds
+    if rounds < 1:
+        raise LvuError(f"--max-rounds {rounds} — give at least 1 round of revision (default {DEFAULT_MAX_ROUNDS})")
     refuse_other_build(out, "blind-filter")  # before any call: OUT is another build's folder
     bench_settings = {**({"data": str(data)} if data else {}), **({"video_dir": str(video_dir)} if video_dir else {}),
                       **parse_kv(setting, "--set")}
@@ -116,33 +144,67 @@ def filter_command(
     with build_lock(out, lock_dir=results_dir if results_dir is not None else default_results_dir()):
         check_rebuild(out, filter_pipeline(settings, len(model)), unique_items(samples),
                       dict(zip(model_roles(len(model)), model)), replace=replace)
+        if not revise and not replace:
+            refuse_dropping_revisions(out)
         _filter_into(out, bench, model, args, settings, samples, bad, results_dir, concurrency, fresh, plot,
-                     bootstrap)
+                     bootstrap, rounds if revise else None)
+
+
+def refuse_dropping_revisions(out: Path) -> None:
+    """A filter without --revise into a folder revised before would put the revisions' questions
+    back as removed and forget the kept revisions: refused, in one line."""
+    import json
+
+    try:
+        revised = "revision" in json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return
+    if revised:
+        raise LvuError(f"{out} holds a revision loop (--revise; {out / 'revision'}) — run its command with --revise "
+                       "to go on, or pass --replace to filter without revising; nothing was changed")
 
 
 def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, Any]], settings: Any, samples: Any,
-                 bad: Any, results_dir: Any, concurrency: int, fresh: bool, plot: Optional[Path], bootstrap: int) -> None:
+                 bad: Any, results_dir: Any, concurrency: int, fresh: bool, plot: Optional[Path], bootstrap: int,
+                 max_rounds: int | None) -> None:
     import asyncio
 
     from lvu.analysis.blind import write_filter_summary
     from lvu.analysis_cli import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
+    from lvu.construct.revise import write_queue
     from lvu.construct.runner import audit_benchmark
     from lvu.construct.store import BuildStore
 
-    outcome, config = asyncio.run(_filter(bench, model, args, settings, samples=samples, bad=bad, results_dir=results_dir,
-                                  concurrency=concurrency, fresh=fresh))
+    outcome, config = asyncio.run(_filter(bench, model, args, settings, revise_into=None if max_rounds is None else out,
+                                          max_rounds=max_rounds or 0, samples=samples, bad=bad,
+                                          results_dir=results_dir, concurrency=concurrency, fresh=fresh))
+    revision = outcome.revision
+    if revision is not None and revision.stopped:
+        outcome.notes.append(revision.stopped)
     for note in outcome.notes:
         err_console.print(f"error: {note}", markup=False, highlight=False)
-    if outcome.interrupted or outcome.notes:
+    if outcome.interrupted or outcome.notes or (revision is not None and revision.interrupted):
         err_console.print(f"{len(outcome.checked)} decisions are in the ledger ({outcome.results_dir}); run the same "
                           "command again to resume — no file written", markup=False, highlight=False)
         raise typer.Exit(130 if outcome.interrupted else 1)
     paths = write_outputs(outcome, out)
+    queue = write_queue(revision) if revision is not None else None
     audit_benchmark(paths["kept"], out, say=lambda line: err_console.print(line, markup=False, highlight=False))
-    analysis = write_filter_summary(outcome, out, settings, model, bootstrap=bootstrap)
+    extra: dict[str, Any] = {}
+    if settings.rule == "lvbench":
+        extra["single_model"] = len(model) == 1
+    if revision is not None:
+        kept_first = len(outcome.kept) - len(revision.having("kept"))
+        extra.update(removed=len(revision.having("dropped")), flagged=len(outcome.removed),
+                     revision={"kept_first_pass": kept_first, **revision.counts()},
+                     groups_measure="removed_pct: the share the first pass flagged (sent for revision)")
+    analysis = write_filter_summary(outcome, out, settings, model, bootstrap=bootstrap, extra=extra)
     BuildStore.write_config_to(out, config)  # `lvu build status OUT` / `show OUT ID` open it
     if analysis is not None:
+        if revision is not None:
+            console.print("first pass (--revise: 'removed' below = flagged and sent for revision):", markup=False,
+                          highlight=False)
         print_table(analysis.table())
         print_summary(analysis.summary)
         if plot:
@@ -154,7 +216,14 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     elif not outcome.checked:
         console.print(f"no question to check: {len(outcome.skipped)} skipped (not multiple choice with an answer)",
                       markup=False, highlight=False)
-    console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({len(outcome.removed)} "
+    if extra.get("single_model"):
+        err_console.print("note: --allow-single: LVBench's rule reduced to one model — a question is removed when "
+                          "this model is right without the video (the paper: only when GLM-4 and GPT-4 both were)",
+                          markup=False, highlight=False)
+    if revision is not None:
+        _say_revision(revision, len(outcome.kept) - len(revision.having("kept")), queue)
+    removed = len(outcome.removed_samples())
+    console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({removed} "
                   f"removed), {paths['decisions']}, {out / 'summary.json'}, {out / 'leak.json'}", markup=False,
                   highlight=False)
     console.print(f"job {outcome.job_id} in {outcome.results_dir}: {outcome.calls} model calls, {outcome.n_reused} "
@@ -172,8 +241,30 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
                           "(a chat/instruct model? its prompt template?) with `lvu build show OUT ID`, then run "
                           "again with --fresh", markup=False, highlight=False)
         raise typer.Exit(1)
+    if revision is not None and revision.having("failed"):
+        first = revision.having("failed")[0]
+        err_console.print(f"{len(revision.having('failed'))} revision(s) undecided (model errors) — run the same command "
+                          f"again to retry them; first: {first.id}: {first.why}", markup=False, highlight=False)
+        raise typer.Exit(1)
     if outcome.failed:
         err_console.print(f"{len(outcome.failed)} question(s) undecided (model errors; in neither file) — run the "
                           f"same command again to retry them; first: {outcome.failed[0][0].id}: {outcome.failed[0][1]}",
                           markup=False, highlight=False)
         raise typer.Exit(1)
+
+
+def _say_revision(revision: Any, kept_first: int, queue: Path | None) -> None:
+    """The revision loop in a few lines: kept, dropped, waiting, and what to do next."""
+    c = revision.counts()
+    console.print(f"revision: {kept_first} kept on the first pass; {c['flagged']} flagged: {c['revised']} revised, "
+                  f"{c['kept_after_revision']} kept after revision, "
+                  f"{c['dropped_by_reviewer'] + c['dropped_after_max_rounds']} dropped ({c['dropped_by_reviewer']} by "
+                  f"the reviewer, {c['dropped_after_max_rounds']} still flagged after {c['max_rounds']} round(s)), "
+                  f"{c['waiting']} waiting for revision"
+                  + (f" ({', '.join(f'round {r}: {n}' for r, n in c['waiting_by_round'].items())})" if c["waiting"]
+                     else ""), markup=False, highlight=False)
+    for note in revision.notes:
+        err_console.print(f"not a revision: {note}", markup=False, highlight=False)
+    if c["waiting"] and queue is not None:
+        console.print(f"revise them: lvu review {queue.parent} --protocol videomme-revise — then run this command "
+                      "again", markup=False, highlight=False)

@@ -18,7 +18,7 @@ import os
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lvu.analysis.analyses import label_order
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_cells
@@ -123,9 +123,10 @@ def blind_runs(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: in
 
 
 def write_filter_summary(outcome: FilterOutcome, out: str | Path, settings: FilterSettings, models: list[str], *,
-                  bootstrap: int = 1000) -> Analysis | None:
-    """Write OUT/summary.json (counts; removed % per group with `bootstrap`-resample intervals);
-    returns the per-group analysis (None when no question was checked)."""
+                  bootstrap: int = 1000, extra: dict[str, Any] | None = None) -> Analysis | None:
+    """Write OUT/summary.json (counts; removed % per group with `bootstrap`-resample intervals;
+    `extra`: the command's own fields, e.g. --revise's counts, which replace the defaults); returns
+    the per-group analysis (None when no question was checked)."""
     analysis = filter_summary(outcome, n_boot=bootstrap) if outcome.decided else None
     replies, unread = outcome.replies()
     summary = {"rule": settings.rule, "models": models, "seeds": settings.seeds, "threshold": settings.threshold,
@@ -136,7 +137,8 @@ def write_filter_summary(outcome: FilterOutcome, out: str | Path, settings: Filt
                "job": outcome.job_id,
                "groups": {} if analysis is None else {
                    g: {"n": e.n, "removed_pct": e.value, "low": e.low, "high": e.high}
-                   for g, e in zip(analysis.x, analysis.series["removed %"]) if e is not None}}
+                   for g, e in zip(analysis.x, analysis.series["removed %"]) if e is not None},
+               **(extra or {})}
     path = Path(out) / "summary.json"
     tmp = path.with_name(f".summary.json.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n", encoding="utf-8")

@@ -3,8 +3,9 @@
 - `neptune-qad` (Neptune Sec. 4.4, App. C.2.5/C.4): the model ranks the options without the video,
   once per seed with the options re-shuffled; the question is removed when the top-ranked option
   is the answer in >= `threshold` of the seeds. With a transcript it is Neptune's ASR filter.
-- `lvbench` (LVBench Sec. 3.3): every model answers text-only; removed iff all the answers are
-  identical and correct.
+- `lvbench` (LVBench Sec. 3.3): every model (the paper: GLM-4 and GPT-4) answers LVBench's own
+  evaluation prompt (Sec. 4.1) without the video; removed iff all the answers are identical and
+  correct.
 - `text-only` (Video-MME Sec. 3.2): the models answer text-only; removed when any model is correct.
 
 Every reply is parsed by `parse_ranking` (an "ANSWER: C > A > ..." ranking, a bare letter, or free
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lvu.benchmarks.jsonl import PROMPT_INSTRUCTION
 from lvu.scoring.choice import extract_letter, format_options
-from lvu.types import LETTERS, Prompt, Text
+from lvu.types import LETTERS, Prompt, Sample, Text
 
 if TYPE_CHECKING:
     from lvu.models.base import Model
@@ -66,6 +67,38 @@ def text_only_prompt(question: str, options: list[str], transcript: str | None =
         lines[:0] = [TEXT_ONLY_HEADER, transcript]
     return Prompt(parts=[Text(text="\n".join(lines))], choices=list(options), question=question,
                   max_tokens=TEXT_ONLY_MAX_TOKENS, temperature=0.0)
+
+
+def lvbench_prompt(sample: Sample, transcript: str | None = None) -> Prompt:
+    """The `lvbench` rule's question: LVBench's evaluation prompt (the one prompt the paper prints,
+    Sec. 4.1) without the video, built by lvu's LVBench benchmark itself (lvu.benchmarks.lvbench:
+    the released question string with its '(A) …' lines, a newline, PROMPT_INSTRUCTION; 64 tokens,
+    temperature 0) with no frames. A `question_raw` the question or options were edited away from
+    (a revision) is not shown: the question is rebuilt from its fields. With `transcript`, the
+    transcript first, under TEXT_ONLY_HEADER, as for the text-only rule."""
+    from lvu.benchmarks.lvbench import LvbenchBenchmark
+
+    prompt = LvbenchBenchmark().build_prompt(_current_raw(sample), [], [])
+    if transcript is not None:
+        text = "\n".join([TEXT_ONLY_HEADER, transcript, prompt.text])
+        prompt = prompt.model_copy(update={"parts": [Text(text=text)]})
+    return prompt
+
+
+def _current_raw(sample: Sample) -> Sample:
+    """`sample`, less an `extra.question_raw` that no longer reads as its question and options."""
+    from lvu.benchmarks.loading import RecordError
+    from lvu.benchmarks.lvbench_release import parse_question
+
+    raw = sample.extra.get("question_raw")
+    if raw is None:
+        return sample
+    try:
+        if parse_question(raw) == (sample.question, list(sample.options)):
+            return sample
+    except RecordError:  # not a question string with option lines: rebuilt from the fields
+        pass
+    return sample.model_copy(update={"extra": {k: v for k, v in sample.extra.items() if k != "question_raw"}})
 
 
 def qad_options_str(options: list[str]) -> str:

@@ -8,8 +8,9 @@ is one subclass registered with `@register_rule("name")` (or an installed plugin
 
 - `neptune-qad` (Neptune Sec. 4.4, App. C.2.5/C.4): rank the options without the video, once per
   seed with the options re-shuffled; removed when the answer is top-ranked in >= threshold seeds.
-- `lvbench` (LVBench Sec. 3.3): every model answers text-only; removed iff all answers agree and
-  are correct.
+- `lvbench` (LVBench Sec. 3.3): every model answers LVBench's evaluation prompt (Sec. 4.1) without
+  the video; removed iff all answers agree and are correct. The paper used two models (GLM-4 and
+  GPT-4): one model is refused unless `allow_single` (then: removed when that model is correct).
 - `text-only` (Video-MME Sec. 3.2): every model answers text-only; removed when any is correct.
 """
 
@@ -19,14 +20,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from lvu.construct.blind import (QAD_PROMPT, QAD_TRANSCRIPT, Decision, Vote, ask, lvbench_decision, qad_decision,
-                                 qad_filter_question, qad_options_str, text_only_decision, text_only_prompt)
+from lvu.construct.blind import (QAD_PROMPT, QAD_TRANSCRIPT, Decision, Vote, ask, lvbench_decision, lvbench_prompt,
+                                 qad_decision, qad_filter_question, qad_options_str, text_only_decision,
+                                 text_only_prompt)
 from lvu.errors import LvuError
 from lvu.registry import Registry
+from lvu.types import Prompt, Sample, VideoRef
 
 if TYPE_CHECKING:
     from lvu.models.base import Model
-    from lvu.types import Sample
 
 
 RULE_VERSION = 1
@@ -35,13 +37,16 @@ RULE_VERSION = 1
 
 @dataclass(frozen=True)
 class FilterSettings:
-    """A rule and its parameters (seeds, threshold and seed_base matter to neptune-qad only)."""
+    """A rule and its parameters (seeds, threshold and seed_base matter to neptune-qad only;
+    allow_single to lvbench only)."""
 
     rule: str
     seeds: int = 3
     threshold: int = 2
     seed_base: int = 0
     asr: bool = False
+    allow_single: bool = False
+    """lvbench: allow one model (the paper's rule needs two). Not in the keys: it changes no decision."""
 
     def check(self, n_models: int) -> None:
         rule = rule_named(self.rule)
@@ -129,11 +134,20 @@ class NeptuneQad(BlindRule):
 
 
 class TextOnlyQuestion(BlindRule):
-    """Every model answers lvu's plain text-only question once; `judge` decides from the votes."""
+    """Every model answers one text-only question (`prompt`: lvu's plain one by default) once;
+    `judge` decides from the votes."""
+
+    def prompt(self, sample: Sample, transcript: str | None) -> Prompt:
+        return text_only_prompt(sample.question, sample.options, transcript)
+
+    def prompt_identity(self) -> list[Any]:
+        p = self.prompt(Sample(id="x", benchmark="x", video=VideoRef(path="x"), question="x", options=["y"],
+                               answer=0), "z")
+        return [p.text, p.max_tokens, p.temperature]
 
     async def decide(self, sample: Sample, models: list[Model], settings: FilterSettings,
                      transcript: str | None) -> Decision:
-        prompt = text_only_prompt(sample.question, sample.options, transcript)
+        prompt = self.prompt(sample, transcript)
         votes: list[Vote] = list(await asyncio.gather(*(
             ask(m, prompt, sample.options, int(sample.answer), sample_id=sample.id)  # type: ignore[arg-type]
             for m in models)))
@@ -145,9 +159,19 @@ class TextOnlyQuestion(BlindRule):
 
 @register_rule("lvbench")
 class LVBenchRule(TextOnlyQuestion):
-    """Removed iff every model gave the same option and it is correct (the paper: GLM-4 and GPT-4)."""
+    """Removed iff every model gave the same option and it is correct (the paper: GLM-4 and GPT-4),
+    asked LVBench's own evaluation prompt without the video (blind.lvbench_prompt)."""
 
-    source = "LVBench Sec. 3.3"
+    source = "LVBench Sec. 3.3 (rule), Sec. 4.1 (prompt)"
+
+    def check(self, settings: FilterSettings, n_models: int) -> None:
+        if n_models == 1 and not settings.allow_single:
+            raise LvuError("--rule lvbench removes a question only when two models (the paper: GLM-4 and GPT-4) both "
+                           "answer it correctly without the video — pass -m twice, or --allow-single (lvu build run: --opt "
+                           "allow_single=true) to reduce it to 'removed when the one model is correct'")
+
+    def prompt(self, sample: Sample, transcript: str | None) -> Prompt:
+        return lvbench_prompt(sample, transcript)
 
     def judge(self, votes: list[Vote]) -> Decision:
         return lvbench_decision(votes)

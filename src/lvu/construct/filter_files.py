@@ -9,6 +9,10 @@
 - `decisions.jsonl`: one line per loaded sample: id, labels, status (removed / kept / unchecked /
   skipped / failed), reason and the votes' short form (model, seed, reply, ranking, correct).
   `unchecked`: kept because the replies named no option (blind.Decision.unchecked) — not a pass.
+With --revise (lvu.construct.revise) a removed question is sent for revision instead: kept.jsonl
+also holds the revisions that passed (in the question's place, history under `extra.revision`),
+removed.jsonl only the questions dropped (by a reviewer, or still flagged after the last round),
+and the ones waiting are in revision/questions.jsonl (status `revising` in decisions.jsonl).
 `summary.json` (counts and removed % per group with intervals) is lvu.analysis.blind's. Also where
 a filter's samples come from (`source_benchmark`).
 """
@@ -19,7 +23,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lvu.benchmarks.jsonl import write_samples
 from lvu.construct.blind import Decision
@@ -28,6 +32,17 @@ from lvu.types import Sample
 
 if TYPE_CHECKING:
     from lvu.benchmarks.base import BadRecord, Benchmark
+
+class Revisions(Protocol):
+    """What the files need of a revision loop's outcome (lvu.construct.revise.RevisionOutcome,
+    which builds on this module)."""
+
+    chains: list[Any]
+
+    def kept_versions(self) -> dict[str, Sample]: ...
+
+    def having(self, status: str) -> list[Any]: ...
+
 
 @dataclass
 class Checked:
@@ -57,17 +72,34 @@ class FilterOutcome:
     notes: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     """Every loaded sample, in load order."""
+    revision: Revisions | None = None
+    """--revise: where the questions this pass removed stand in their revision."""
 
     @property
     def kept(self) -> list[Sample]:
-        """Samples for the kept file: checked and not removed, plus the unchecked ones."""
+        """Samples for the kept file: checked and not removed, plus the unchecked ones; with
+        --revise, the revisions kept too, each in its question's place."""
         removed = {c.sample.id for c in self.checked if c.decision.removed}
         undecided = {s.id for s, _ in self.failed}
-        return [s for s in self.samples if s.id not in removed and s.id not in undecided]
+        revised = {} if self.revision is None else self.revision.kept_versions()
+        return [revised.get(s.id, s) for s in self.samples
+                if s.id in revised or (s.id not in removed and s.id not in undecided)]
 
     @property
     def removed(self) -> list[Checked]:
+        """The questions this pass removed (with --revise: the ones it sent for revision)."""
         return [c for c in self.checked if c.decision.removed]
+
+    def removed_samples(self) -> list[Sample]:
+        """Samples for the removed file, each with its evidence (--revise: the questions dropped)."""
+        if self.revision is not None:
+            return [c.final_sample() for c in self.revision.having("dropped")]
+        removed = []
+        for checked in self.removed:
+            sample = checked.sample.model_copy(deep=True)
+            sample.extra[EVIDENCE_KEY] = checked.decision.to_json()
+            removed.append(sample)
+        return removed
 
     @property
     def decided(self) -> list[Checked]:
@@ -125,13 +157,8 @@ def write_outputs(outcome: FilterOutcome, out: str | Path) -> dict[str, Path]:
     """Write kept.jsonl, removed.jsonl and decisions.jsonl into `out`; their paths by name."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    removed = []
-    for checked in outcome.removed:
-        sample = _absolute(checked.sample)
-        sample.extra[EVIDENCE_KEY] = checked.decision.to_json()
-        removed.append(sample)
     paths = {"kept": write_samples(out / "kept.jsonl", [_absolute(s) for s in outcome.kept]),
-             "removed": write_samples(out / "removed.jsonl", removed)}
+             "removed": write_samples(out / "removed.jsonl", [_absolute(s) for s in outcome.removed_samples()])}
     status: dict[str, dict[str, Any]] = {}
     for c in outcome.checked:
         d = c.decision
@@ -143,6 +170,12 @@ def write_outputs(outcome: FilterOutcome, out: str | Path) -> dict[str, Path]:
         status[s.id] = {"status": "skipped", "reason": why}
     for s, why in outcome.failed:
         status[s.id] = {"status": "failed", "reason": why}
+    for chain in outcome.revision.chains if outcome.revision is not None else []:
+        line, last = status[chain.id], chain.last
+        line["status"] = {"waiting": "revising", "dropped": "removed"}.get(chain.status, chain.status)
+        line["revision"] = {"status": chain.status, "round": chain.round, "reason": chain.why}
+        if last.decision is not None and last.round:  # the votes on the revision the status is about
+            line["reason"], line["votes"] = last.decision.reason, [_short_vote(asdict(v)) for v in last.decision.votes]
     lines = [json.dumps({"id": s.id, "labels": s.labels, **status[s.id]}, ensure_ascii=False)
              for s in outcome.samples if s.id in status]
     paths["decisions"] = out / "decisions.jsonl"

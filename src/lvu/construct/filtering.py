@@ -90,6 +90,8 @@ class BlindFilterOptions(PipelineOptions):
     threshold: int = Field(2, description="neptune-qad: removed when the answer is top-ranked in this many seeds")
     seed_base: int = Field(0, description="neptune-qad: first seed")
     asr: bool = Field(False, description="give the transcript too: the sample's subtitles, else Whisper")
+    allow_single: bool = Field(False, description="lvbench: allow one model (the paper's rule needs two: GLM-4 "
+                                                  "and GPT-4); then removed when that model is correct")
     models: int = Field(1, ge=1, description="how many models vote (roles llm, llm2, ...)")
     data: Optional[str] = Field(None, description="the benchmark's data (lvu build run: a benchmark name as INPUT)")
 
@@ -100,7 +102,14 @@ class BlindFilterOptions(PipelineOptions):
 
     @property
     def settings(self) -> FilterSettings:
-        return FilterSettings(self.rule, self.seeds, self.threshold, self.seed_base, self.asr)
+        return FilterSettings(self.rule, self.seeds, self.threshold, self.seed_base, self.asr, self.allow_single)
+
+
+def pipeline_options(settings: FilterSettings, n_models: int) -> dict[str, Any]:
+    """The blind-filter pipeline's options for `settings` and `n_models` voting models."""
+    return {"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
+            "seed_base": settings.seed_base, "asr": settings.asr, "allow_single": settings.allow_single,
+            "models": n_models}
 
 
 def model_roles(n: int) -> list[str]:
@@ -236,10 +245,11 @@ def outcome_of(state: BuildState, samples: list[Sample], settings: FilterSetting
 
 async def decide_samples(pipeline: str, stages: list[Stage], samples: Sequence[Sample], models: list[Model], *,
                          results_dir: str | Path | None = None, concurrency: int = 8, fresh: bool = False,
-                         show_progress: bool = True) -> tuple[BuildState, str, Path]:
-    """Run filter stages (`Decide` and its kin) over `samples` on the build store in `results_dir`
-    (the results folder by default), resuming; the state, the first stage's job id and the store's
-    folder. Does not close the models."""
+                         show_progress: bool = True, items: Sequence[Item] | None = None
+                         ) -> tuple[BuildState, str, Path]:
+    """Run filter stages (`Decide` and its kin) over `samples` (one item per id; or the `items`
+    given) on the build store in `results_dir` (the results folder by default), resuming; the
+    state, the first stage's job id and the store's folder. Does not close the models."""
     from lvu.construct.runner import execute
     from lvu.construct.store import BuildStore, model_key
     from lvu.runs.store import default_results_dir
@@ -256,7 +266,7 @@ async def decide_samples(pipeline: str, stages: list[Stage], samples: Sequence[S
             await m.preflight()
 
     try:
-        state = await execute(pipeline, stages, unique_items(samples), store,
+        state = await execute(pipeline, stages, unique_items(samples) if items is None else items, store,
                               identities={r: model_key(m) for r, m in roles.items()}, models=roles,
                               concurrency=concurrency, show_progress=show_progress, fresh=fresh,
                               before_work=preflight)
@@ -281,8 +291,7 @@ async def filter_samples(bench: Benchmark, models: list[Model], settings: Filter
         from lvu.media.asr import check_installed
 
         check_installed()  # one line when lvu[asr] is missing, before any call
-    pipeline = BlindFilter({"rule": settings.rule, "seeds": settings.seeds, "threshold": settings.threshold,
-                            "seed_base": settings.seed_base, "asr": settings.asr, "models": len(models)})
+    pipeline = BlindFilter(pipeline_options(settings, len(models)))
     state, job, store_dir = await decide_samples(PIPELINE, pipeline.stages(), samples, models, results_dir=results_dir,
                                                  concurrency=concurrency, fresh=fresh, show_progress=show_progress)
     outcome = outcome_of(state, list(samples), settings, list(bad or []), job_id=job, results_dir=store_dir)

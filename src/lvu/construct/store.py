@@ -109,14 +109,18 @@ def changes_from_record(out: str | Path, pipeline: Pipeline, items: Sequence[Ite
                         models: dict[str, str]) -> list[str]:
     """How this build differs from the one OUT/build.json records, a line each: options, the model
     named for each role, items no longer built or built from other input. Items added are not a
-    change (a folder of videos grows); nor are model arguments (a restarted server's new port)."""
+    change (a folder of videos grows); nor are model arguments (a restarted server's new port), nor
+    an option the record lacks that is at its default (an lvu update added it)."""
     path = Path(out) / CONFIG_FILE
     if not path.is_file():
         return []
     old = read_config(out)
     changes = []
     before, now = old.get("options") or {}, _plain(pipeline.options)
+    fields = pipeline.Options.model_fields
     for name in sorted(set(before) | set(now)):
+        if name not in before and name in fields and now.get(name) == _plain(fields[name].get_default(call_default_factory=True)):
+            continue  # an option added in a later lvu, at its default: the stages' keys redo what it changes
         if before.get(name) != now.get(name):
             changes.append(f"option {name}: {before.get(name)!r} -> {now.get(name)!r}")
     recorded = {role: (m.get("key") or {}).get("model") for role, m in (old.get("models") or {}).items()}
