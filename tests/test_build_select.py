@@ -276,3 +276,25 @@ def test_build_run_select_is_the_same_pipeline(videos, tmp_path):
     evidence = _jsonl(tmp_path / "r" / "evidence.jsonl")
     assert not any(c["rule"] == "build" for r in evidence for c in r["checks"])  # no video failed
     assert {r["id"] for r in evidence if not r["keep"]} == {"n05", "c02", "c04", "x05", "t03"}
+    # the next day (simulated: the record says an earlier date) the same command resumes with the
+    # recorded date; before, `lvu build run` refused it as "option as_of: ... -> today"
+    path = tmp_path / "r" / "build.json"
+    path.write_text(json.dumps({**config, "options": {**config["options"], "as_of": "2025-06-01"}}))
+    again = CliRunner().invoke(app, ["build", "run", "select", str(videos), "-o", str(tmp_path / "r"), "--opt",
+                                     "rules=neptune", "-q"])
+    assert again.exit_code == 0, _said(again)
+    assert json.loads(path.read_text())["options"]["as_of"] == "2025-06-01"
+
+
+def test_only_options_marked_recorded_are_taken_from_build_json(tmp_path):
+    from lvu.construct.neptune import Neptune
+    from lvu.construct.select_pipeline import Select
+    from lvu.construct.store import recorded_options
+
+    (tmp_path / "build.json").write_text(json.dumps({"pipeline": "select",
+                                                     "options": {"as_of": "2025-06-01", "seed": 9}}))
+    assert recorded_options(Select, tmp_path, {"as_of": None, "seed": 3}) == {"as_of": "2025-06-01", "seed": 3}
+    assert recorded_options(Select, tmp_path, {"as_of": "2026-01-02"})["as_of"] == "2026-01-02"  # said: kept
+    assert recorded_options(Neptune, tmp_path, {"as_of": None}) == {"as_of": None}  # another pipeline's record
+    assert recorded_options(Select, tmp_path / "new", {"as_of": None}) == {"as_of": None}
+    assert Select({}).options["as_of"] == date.today().isoformat()

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the review app needs fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from lvu.web import review_app, review_store  # noqa: E402
+from lvu.web import review_http, review_store  # noqa: E402
 from lvu.web.review_app import create_review_app  # noqa: E402
 from lvu.web.review_data import load_source  # noqa: E402
 from lvu.web.review_store import ReviewStore  # noqa: E402
@@ -65,7 +65,7 @@ def test_strict_decision_types(pair):
 
 
 def test_a_runaway_client_cannot_save_versions_without_end(pair, monkeypatch):
-    monkeypatch.setattr(review_app, "MAX_VERSIONS", 3)
+    monkeypatch.setattr(review_http, "MAX_VERSIONS", 3)
     for k in range(3):
         assert pair.post("alice", 0, {"status": "draft", "note": f"n{k}"}).status_code == 200
     refused = pair.post("alice", 0, {"status": "draft", "note": "n3"})

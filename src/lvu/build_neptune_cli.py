@@ -74,15 +74,15 @@ def neptune_command(
     from lvu.construct.neptune import Neptune
     from lvu.construct.runner import find_videos, run_build
 
-    from lvu.build_select_cli import recorded_as_of
+    from lvu.construct.store import recorded_options
 
     check_limit(limit)
-    pipeline = Neptune({"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
+    pipeline = Neptune(recorded_options(Neptune, out, {"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
                         "max_seconds": max_seconds, "truncate_seconds": truncate_seconds,
                         "static_threshold": static_threshold, "metadata_rules": metadata_rules,
-                        "as_of": as_of or recorded_as_of(out, "neptune"), "min_face_height": min_face_height,
+                        "as_of": as_of, "min_face_height": min_face_height,
                         "max_talking_fraction": max_talking_fraction, "filter_seeds": filter_seeds,
-                        "filter_threshold": filter_threshold})  # the library checks every option
+                        "filter_threshold": filter_threshold}))  # the library checks every option
     if captioner == "vlm" and not vlm:
         raise LvuError("--captioner vlm needs --vlm MODEL (an image model for the frame captions) — "
                        "or pass --captioner ocr to caption frames with their on-screen text, offline")

@@ -173,9 +173,11 @@ def run_command(
     """
     from lvu.construct.pipeline import pipeline_class
     from lvu.construct.runner import run_build
+    from lvu.construct.store import recorded_options
 
     check_limit(limit)
-    instance = pipeline_class(pipeline)(parse_kv(opt or [], "--opt"))
+    cls = pipeline_class(pipeline)
+    instance = cls(recorded_options(cls, out, parse_kv(opt or [], "--opt")))
     items = instance.items(inputs)[:limit]
     models = _role_models(model or [], model_arg or [])
     err_console.print(f"lvu build {instance.name}: {len(items)} item(s) into {out}", highlight=False)

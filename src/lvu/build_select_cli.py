@@ -6,7 +6,6 @@ open it); like every command module this one imports only typer and rich at modu
 from __future__ import annotations
 
 import json
-from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -14,19 +13,6 @@ import typer
 
 from lvu.cli_common import KV_HELP, Replace, console, err_console, parse_kv
 from lvu.errors import LvuError
-
-
-def recorded_as_of(out: Path | None, pipeline: str) -> str | None:
-    """The as-of date OUT/build.json records for this pipeline (a resumed build keeps judging upload
-    ages against the date it started with), else None."""
-    path = (out or Path("/nonexistent")) / "build.json"
-    if not path.is_file():
-        return None
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return (config.get("options") or {}).get("as_of") if config.get("pipeline") == pipeline else None
 
 
 def _targets(pairs: list[str], rules: Any) -> Any:
@@ -97,11 +83,11 @@ def select_command(
     from lvu.build_run_cli import print_problems
     from lvu.construct.runner import run_build
     from lvu.construct.select_pipeline import Select
+    from lvu.construct.store import recorded_options
 
-    pipeline = Select({"rules": loaded.model_dump(mode="json"), "seed": seed,
-                       "as_of": as_of or recorded_as_of(out, "select") or date.today().isoformat(),
-                       "quality": quality, "quality_args": parse_kv(quality_arg or [], "--quality-arg"),
-                       "language_model": language_model})
+    pipeline = Select(recorded_options(Select, out, {
+        "rules": loaded.model_dump(mode="json"), "seed": seed, "as_of": as_of, "quality": quality,
+        "quality_args": parse_kv(quality_arg or [], "--quality-arg"), "language_model": language_model}))
     items = pipeline.items([str(videos_dir)])
     err_console.print(f"lvu build select: {len(items)} video(s) from {videos_dir}, rules {loaded.name}, as of "
                       f"{pipeline.options['as_of']}, into {out}", highlight=False)

@@ -12,11 +12,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from lvu.construct import neptune_parse as parse
 from lvu.construct import neptune_prompts as prompts
 from lvu.construct.pipeline import PipelineOptions, Skip, Stage, Unit, Video, register_stage
+from lvu.construct.select_rules import AsOfDate
 from lvu.types import Frame
 
 ASR_MODES = ("auto", "subtitles", "none")
@@ -34,7 +35,7 @@ class NeptuneOptions(PipelineOptions):
                                               "longer video are analysed (paper §3: truncated at 15 min); None: all")
     metadata_rules: bool = Field(True, description="judge <stem>.info.json's view count, upload age and safety "
                                  "labels by App. C.1's rules (lvu.construct.select_rules) when the file exists")
-    as_of: Optional[str] = Field(None, validate_default=True, description="the date upload ages count to (YYYY-MM-DD; default today, "
+    as_of: AsOfDate = Field(None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages count to (YYYY-MM-DD; default today, "
                                  "recorded in build.json)")
     static_threshold: Optional[float] = Field(None, gt=0, lt=1, description="static filter's clustering cut "
                                               "(largest cell difference 0..1); None: lvu.construct.selection's 0.08")
@@ -62,15 +63,6 @@ class NeptuneOptions(PipelineOptions):
     filter_threshold: int = Field(2, ge=1, description="remove a QAD when the answer is top-ranked in at least "
                                   "this many seeds")
 
-    @field_validator("as_of", mode="after")
-    @classmethod
-    def _date(cls, value: Any) -> str:
-        if value is None:
-            return date.today().isoformat()
-        try:
-            return date.fromisoformat(str(value)).isoformat()
-        except ValueError:
-            raise ValueError(f"{value!r} is not a date — use YYYY-MM-DD") from None
 
     @model_validator(mode="after")
     def _consistent(self) -> NeptuneOptions:

@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 
 from lvu.construct.pipeline import (VIDEO_EXTS, Item, Pipeline, PipelineOptions, Stage, Unit, register_pipeline,
                                     register_stage)
-from lvu.construct.select_rules import SelectionRules, evaluate, language_code, load_rules
+from lvu.construct.select_rules import AsOfDate, SelectionRules, evaluate, language_code, load_rules
 from lvu.errors import DataError, LvuError
 from lvu.registry import Registry
 
@@ -280,7 +280,7 @@ class SelectOptions(PipelineOptions):
                                               "videomme, lvbench, neptune), a YAML/JSON file, or the rules "
                                               "themselves (what build.json records)")
     seed: int = Field(0, description="seeds the sampling within groups and the val/test split")
-    as_of: Optional[str] = Field(None, validate_default=True, description="the date upload ages are counted to (YYYY-MM-DD; default "
+    as_of: AsOfDate = Field(None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages are counted to (YYYY-MM-DD; default "
                                  "today, recorded so a resumed build judges the same)")
     quality: Optional[str] = Field(None, description="a quality model (registered name or module:Class) scoring "
                                    "frames in [0, 1]; the rules' quality threshold applies only with one")
@@ -296,15 +296,6 @@ class SelectOptions(PipelineOptions):
         except LvuError as e:
             raise ValueError(str(e)) from None
 
-    @field_validator("as_of", mode="after")
-    @classmethod
-    def _date(cls, value: Any) -> str:
-        if value is None:
-            return date.today().isoformat()
-        try:
-            return date.fromisoformat(str(value)).isoformat()
-        except ValueError:
-            raise ValueError(f"{value!r} is not a date — use YYYY-MM-DD") from None
 
 
 def find_videos_under(folder: str | Path) -> list[Item]:

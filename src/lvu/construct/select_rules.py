@@ -21,11 +21,26 @@ import json
 import re
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lvu.errors import LvuError
+
+
+def _as_of_date(value: Any) -> str:
+    if value is None:
+        return date.today().isoformat()
+    try:
+        return date.fromisoformat(str(value)).isoformat()
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date — use YYYY-MM-DD") from None
+
+
+AsOfDate = Annotated[Optional[str], AfterValidator(_as_of_date)]
+"""An option's date upload ages count to: YYYY-MM-DD, None = today. Declare it with
+`Field(None, validate_default=True, json_schema_extra={"recorded": True})`, so that a resumed build
+takes the date OUT/build.json records (lvu.construct.store.recorded_options), not the new day's."""
 
 OPS = (">=", ">", "<=", "<", "==", "!=", "in", "not_in", "none_of")
 

@@ -152,6 +152,25 @@ def check_rebuild(out: str | Path, pipeline: Pipeline, items: Sequence[Item], mo
         (note or print)(line)
 
 
+def recorded_options(pipeline: type[Pipeline], out: str | Path | None, given: dict[str, Any]) -> dict[str, Any]:
+    """`given`, where it leaves an option marked `json_schema_extra={"recorded": True}` unset (None),
+    with the value OUT/build.json records for a build of the same pipeline: such an option's
+    default depends on the day (an as-of date), and a resumed build must judge as it began."""
+    path = Path(out) / CONFIG_FILE if out is not None else None
+    if path is None or not path.is_file():
+        return given
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return given  # the rebuild check says what is wrong with it
+    if not isinstance(config, dict) or config.get("pipeline") != pipeline.name:
+        return given
+    recorded = config.get("options") or {}
+    sticky = [name for name, info in pipeline.Options.model_fields.items()
+              if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("recorded")]
+    return {**given, **{n: recorded[n] for n in sticky if given.get(n) is None and recorded.get(n) is not None}}
+
+
 def read_config(out: str | Path) -> dict[str, Any]:
     path = Path(out) / CONFIG_FILE
     if not path.is_file():

@@ -17,7 +17,6 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -27,10 +26,10 @@ from lvu.web import review_pages as pages
 from lvu.web.app import new_app
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_export import agreement_of, outcomes
-from lvu.web.review_http import MAX_BODY, MAX_VERSIONS, StoreTrouble, read_body
+from lvu.web.review_http import StoreTrouble, decision_of, person_of, save_decision, video_of, writer_of
 from lvu.web.review_js import SCRIPT
 from lvu.web.review_rules import (
-    CRITERIA, Decision, DecisionError, Final, Version, check, disagreements, final_decision,
+    CRITERIA, Decision, Final, Version, check, disagreements, final_decision,
 )
 from lvu.web.review_store import EXAMINER, RATERS, Person, ReviewStore
 
@@ -65,10 +64,7 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
         return trouble.response(error)
 
     def who(token: str | None) -> Person:
-        person = store.person(token)
-        if person is None:
-            raise HTTPException(403, "unknown or missing rater token — open the link `lvu review` printed for you")
-        return person
+        return person_of(store, token)
 
     def examiner(token: str | None) -> Person:
         person = who(token)
@@ -174,13 +170,7 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
     @app.get("/video/{key}")
     def video(key: str, t: str | None = None) -> Response:
         person = who(t)
-        visible = source.items if person.examiner else queue_of(person)
-        if not any(i.video_key == key for i in visible):  # a token opens its own questions' videos only
-            raise HTTPException(404, "no such video in your questions")
-        try:
-            return source.videos.response(key)
-        except LookupError:
-            raise HTTPException(404, "no such video in this review") from None
+        return video_of(source, key, source.items if person.examiner else queue_of(person))
 
     # ---- JSON ----------------------------------------------------------------------------------------
 
@@ -222,30 +212,12 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
 
     @app.post("/api/items/{n}/decision")
     async def api_decide(n: str, request: Request, round: int = RATERS) -> dict[str, Any]:
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            raise HTTPException(403, "cross-origin write refused")
-        person = await run_in_threadpool(who, request.headers.get("x-review-token"))
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise HTTPException(415, "send the decision as application/json")
+        person = await writer_of(request, store)
         if round not in (RATERS, EXAMINER):
             raise HTTPException(404, f"no round {round} (1: raters, 2: examiner)")
         item = await run_in_threadpool(item_at, person, n, round)
-        body = await read_body(request, MAX_BODY)
-        try:
-            decision = check(Decision.model_validate_json(body), item)
-        except DecisionError as e:
-            raise HTTPException(422, str(e)) from None
-        except ValueError as e:  # pydantic: not a decision
-            first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}  # type: ignore[union-attr]
-            where = ".".join(str(x) for x in first["loc"]) or "body"
-            raise HTTPException(422, f"{where}: {first['msg']}") from None
-        # storage off the event loop: a write waiting on a lock never stalls other raters' pages
-        saved = await run_in_threadpool(store.save, item, person.name, round, decision, MAX_VERSIONS)
-        if saved is None:
-            raise HTTPException(429, f"{MAX_VERSIONS} versions of this decision are saved already — submit it")
-        trouble.last_saved = saved.created
-        return {"version": saved.version, "created": saved.created, "status": decision.status, "rater": person.name}
+        decision = await decision_of(request, lambda body: check(Decision.model_validate_json(body), item))
+        return await save_decision(store, trouble, item, person, round, decision)
 
     @app.get("/api/agreement")
     def api_agreement(request: Request) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -22,9 +21,9 @@ from lvu.web.app import new_app
 from lvu.web.review_chain import EditDecision, applied, before_round, chain_outcome, check_edit
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_edit_js import SCRIPT
-from lvu.web.review_http import MAX_BODY, MAX_VERSIONS, StoreTrouble, read_body
+from lvu.web.review_http import StoreTrouble, decision_of, person_of, save_decision, video_of, writer_of
 from lvu.web.review_protocols import ReviewProtocol
-from lvu.web.review_rules import DecisionError, Version
+from lvu.web.review_rules import Version
 from lvu.web.review_store import Person, ReviewStore
 
 _ORDINAL = re.compile(r"0|[1-9][0-9]{0,8}")
@@ -42,10 +41,7 @@ def create_chain_app(source: ReviewSource, store: ReviewStore, protocol: ReviewP
         return trouble.response(error)
 
     def who(token: str | None) -> Person:
-        person = store.person(token)
-        if person is None:
-            raise HTTPException(403, "unknown or missing rater token — open the link `lvu review` printed for you")
-        return person
+        return person_of(store, token)
 
     def latest_of(item: ReviewItem) -> dict[int, Version]:
         """round -> the latest submitted version on this question."""
@@ -152,13 +148,7 @@ def create_chain_app(source: ReviewSource, store: ReviewStore, protocol: ReviewP
     @app.get("/video/{key}")
     def video(key: str, t: str | None = None) -> Response:
         person = who(t)
-        visible = [i for i in source.items if any(allowed(person, i, n) for n in rounds)]
-        if not any(i.video_key == key for i in visible):  # a token opens its own questions' videos only
-            raise HTTPException(404, "no such video in your questions")
-        try:
-            return source.videos.response(key)
-        except LookupError:
-            raise HTTPException(404, "no such video in this review") from None
+        return video_of(source, key, [i for i in source.items if any(allowed(person, i, n) for n in rounds)])
 
     # ---- JSON ----------------------------------------------------------------------------------------
 
@@ -175,30 +165,14 @@ def create_chain_app(source: ReviewSource, store: ReviewStore, protocol: ReviewP
 
     @app.post("/api/items/{n}/decision")
     async def api_decide(n: str, request: Request, round: int = 1) -> dict[str, Any]:
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            raise HTTPException(403, "cross-origin write refused")
-        person = await run_in_threadpool(who, request.headers.get("x-review-token"))
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise HTTPException(415, "send the decision as application/json")
+        person = await writer_of(request, store)
         item = await run_in_threadpool(item_at, person, n, round)
         latest = await run_in_threadpool(latest_of, item)
         if round not in reached(item, latest):
             raise HTTPException(409, f"question {n} has not reached the {protocol.role(round).name}")
-        body = await read_body(request, MAX_BODY)
-        try:
-            decision = check_edit(EditDecision.model_validate_json(body), item, protocol, protocol.role(round),
-                                  before_round(item, protocol, latest, round))
-        except DecisionError as e:
-            raise HTTPException(422, str(e)) from None
-        except ValueError as e:  # pydantic: not a decision
-            first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}  # type: ignore[union-attr]
-            where = ".".join(str(x) for x in first["loc"]) or "body"
-            raise HTTPException(422, f"{where}: {first['msg']}") from None
-        saved = await run_in_threadpool(store.save, item, person.name, round, decision, MAX_VERSIONS)
-        if saved is None:
-            raise HTTPException(429, f"{MAX_VERSIONS} versions of this decision are saved already — submit it")
-        trouble.last_saved = saved.created
-        return {"version": saved.version, "created": saved.created, "status": decision.status, "rater": person.name}
+        before = before_round(item, protocol, latest, round)
+        decision = await decision_of(request, lambda body: check_edit(
+            EditDecision.model_validate_json(body), item, protocol, protocol.role(round), before))
+        return await save_decision(store, trouble, item, person, round, decision)
 
     return app

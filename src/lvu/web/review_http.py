@@ -1,14 +1,26 @@
-"""What both review apps (lvu.web.review_app, lvu.web.review_chain_app) share over HTTP: the size
-limits on a decision and how a failing decision store is answered."""
+"""What both review apps (lvu.web.review_app, lvu.web.review_chain_app) share over HTTP: who a token
+is, the checks on a write (origin, token, JSON, size), reading and saving a decision, the video rule,
+and how a failing decision store is answered — one place, so the two apps cannot drift apart on
+security."""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from lvu.web.review_data import ReviewItem, ReviewSource
+from lvu.web.review_rules import DecisionError
+from lvu.web.review_store import Person, ReviewStore
+
+T = TypeVar("T")
 
 MAX_BODY = 64_000
 MAX_VERSIONS = 200
@@ -51,3 +63,57 @@ async def read_body(request: Request, limit: int) -> bytes:
         if len(body) > limit:
             raise HTTPException(413, f"decision larger than {limit} bytes")
     return bytes(body)
+
+
+def person_of(store: ReviewStore, token: str | None) -> Person:
+    """The token's person; 403 for an unknown or missing token."""
+    person = store.person(token)
+    if person is None:
+        raise HTTPException(403, "unknown or missing rater token — open the link `lvu review` printed for you")
+    return person
+
+
+async def writer_of(request: Request, store: ReviewStore) -> Person:
+    """The person a write comes from: same origin (when the browser says), the token in the
+    X-Review-Token header (never the query string), a JSON body."""
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        raise HTTPException(403, "cross-origin write refused")
+    person = await run_in_threadpool(person_of, store, request.headers.get("x-review-token"))
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise HTTPException(415, "send the decision as application/json")
+    return person
+
+
+async def decision_of(request: Request, check: Callable[[bytes], T]) -> T:
+    """The body (at most MAX_BODY bytes) through `check`; 422 saying what to fix."""
+    body = await read_body(request, MAX_BODY)
+    try:
+        return check(body)
+    except DecisionError as e:
+        raise HTTPException(422, str(e)) from None
+    except ValueError as e:  # pydantic: not a decision
+        first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}  # type: ignore[union-attr]
+        where = ".".join(str(x) for x in first["loc"]) or "body"
+        raise HTTPException(422, f"{where}: {first['msg']}") from None
+
+
+async def save_decision(store: ReviewStore, trouble: StoreTrouble, item: ReviewItem, person: Person, round: int,
+                        decision: Any) -> dict[str, Any]:
+    """Save a new version (off the event loop: a write waiting on a lock never stalls other pages)."""
+    saved = await run_in_threadpool(store.save, item, person.name, round, decision, MAX_VERSIONS)
+    if saved is None:
+        raise HTTPException(429, f"{MAX_VERSIONS} versions of this decision are saved already — submit it")
+    trouble.last_saved = saved.created
+    return {"version": saved.version, "created": saved.created, "status": decision.status, "rater": person.name}
+
+
+def video_of(source: ReviewSource, key: str, visible: Iterable[ReviewItem]) -> Response:
+    """The video `key`, served only when it belongs to one of the `visible` questions (a token
+    opens its own questions' videos only)."""
+    if not any(i.video_key == key for i in visible):
+        raise HTTPException(404, "no such video in your questions")
+    try:
+        return source.videos.response(key)
+    except LookupError:
+        raise HTTPException(404, "no such video in this review") from None
