@@ -298,3 +298,14 @@ def test_only_options_marked_recorded_are_taken_from_build_json(tmp_path):
     assert recorded_options(Neptune, tmp_path, {"as_of": None}) == {"as_of": None}  # another pipeline's record
     assert recorded_options(Select, tmp_path / "new", {"as_of": None}) == {"as_of": None}
     assert Select({}).options["as_of"] == date.today().isoformat()
+
+
+def test_every_group_of_the_rules_is_in_the_summary_an_empty_one_too(videos, tmp_path):
+    """Video-MME's medium and long bins get no video of this corpus: the summary and the table still
+    show them with their targets (they were left out, and a target nothing reached went unseen)."""
+    done = _select(str(videos), "--rules", "videomme", "-o", str(tmp_path / "vm"))
+    assert done.exit_code == 0, done.output
+    groups = json.loads((tmp_path / "vm" / "summary.json").read_text())["groups"]
+    assert list(groups) == ["short", "medium", "long"]
+    assert groups["long"] == {"target": 300, "passed": 0, "selected": 0} and groups["short"]["selected"] > 0
+    assert "│ long " in done.output

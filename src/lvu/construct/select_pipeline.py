@@ -410,7 +410,9 @@ def _summary(rules: SelectionRules, options: dict[str, Any], records: dict[str, 
     return {"rules": rules.name, "source": rules.source, "seed": options["seed"], "as_of": options["as_of"],
             "quality_model": options.get("quality"), "videos": len(records),
             "selected": sum(r["selected"] for r in records.values()),
-            "groups": {g: {"target": targets.get(g), **dict(groups[g])} for g in [*targets, "all"] if g in groups},
+            # every group the rules name, an empty one too (a target nothing reached is worth seeing)
+            "groups": {g: {"target": targets.get(g), "passed": 0, "selected": 0, **dict(groups.get(g, {}))}
+                       for g in [*targets, "all"] if g in groups or g in targets},
             "categories": dict(Counter(r["category"] for r in records.values() if r["selected"])),
             "dropped_by": dict(dropped)}
 
