@@ -309,3 +309,31 @@ def test_every_group_of_the_rules_is_in_the_summary_an_empty_one_too(videos, tmp
     assert list(groups) == ["short", "medium", "long"]
     assert groups["long"] == {"target": 300, "passed": 0, "selected": 0} and groups["short"]["selected"] > 0
     assert "│ long " in done.output
+
+
+def test_a_selection_feeds_the_builders(videos, tmp_path):
+    """`lvu build neptune OUT/selected.jsonl` (any folder-of-videos builder) takes the selected
+    videos, in the selection's order; a broken line or a video gone is one line naming it."""
+    from lvu.construct.pipeline import find_videos
+
+    out = tmp_path / "sel"
+    assert _select(str(videos), "--rules", "videomme", "-o", str(out)).exit_code == 0
+    selected = _jsonl(out / "selected.jsonl")
+    items = find_videos(out / "selected.jsonl")
+    assert [(i.id, i.path) for i in items] == [(r["id"], r["path"]) for r in selected] and len(items) > 3
+    assert len(find_videos(out / "selected.jsonl", limit=2)) == 2
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(selected[0]) + "\n{\"id\": \"x\"}\n")
+    with pytest.raises(LvuError, match=r"broken.jsonl line 2: not a video of `lvu build select`"):
+        find_videos(broken)
+    gone = tmp_path / "gone.jsonl"
+    gone.write_text(json.dumps({"id": "zz", "path": str(tmp_path / "zz.mp4")}) + "\n")
+    with pytest.raises(LvuError, match=r"gone.jsonl line 1: .*zz.mp4 does not exist"):
+        find_videos(gone)
+    # the Neptune command reads it (before: "not a folder"); --limit 1 builds the first selected video
+    pytest.importorskip("rapidocr", reason="the ocr captioner needs lvu[ocr]")
+    done = CliRunner().invoke(app, ["build", "neptune", str(out / "selected.jsonl"), "-o", str(tmp_path / "nep"),
+                                    "--captioner", "ocr", "--llm", "neptune_example:ScriptedLLM", "--limit", "1", "-q"])
+    assert "not a folder" not in _said(done)
+    built = json.loads((tmp_path / "nep" / "build.json").read_text())["videos"]
+    assert [(v["id"], v["path"]) for v in built] == [(selected[0]["id"], selected[0]["path"])]

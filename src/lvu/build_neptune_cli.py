@@ -17,7 +17,7 @@ from lvu.errors import LvuError
 
 
 def neptune_command(
-    videos_dir: Annotated[Path, typer.Argument(help="Folder of videos (file stem = video id; <stem>.srt/.vtt "
+    videos_dir: Annotated[Path, typer.Argument(help="Folder of videos, or the selected.jsonl of `lvu build select` (file stem = video id; <stem>.srt/.vtt "
                                                     "subtitles and <stem>.json title/description beside them are used).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Build folder: the store (lvu.sqlite), build.json and "
                                                           "the benchmark files. Re-running resumes it.")],

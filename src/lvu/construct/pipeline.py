@@ -22,6 +22,7 @@ import contextvars
 import importlib
 import importlib.util
 import inspect
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -383,9 +384,37 @@ class Pipeline:
 VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v")
 
 
+def selected_videos(path: Path) -> list[Item]:
+    """The videos a `lvu build select` chose (its selected.jsonl: one {"id", "path", ...} per line),
+    in its order; relative paths are relative to the file's folder."""
+    items, seen = [], set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            vid, video = str(row["id"]), Path(row["path"]).expanduser()
+        except (ValueError, KeyError, TypeError):
+            raise LvuError(f"{path} line {n}: not a video of `lvu build select` ({{\"id\", \"path\"}}) — pass its "
+                           "selected.jsonl or a folder of videos") from None
+        video = video if video.is_absolute() else path.parent / video
+        if not video.is_file():
+            raise LvuError(f"{path} line {n}: {video} does not exist — select again, or fix the path")
+        if vid in seen:
+            raise LvuError(f"{path} line {n}: video id {vid!r} twice — the file name is the video id")
+        seen.add(vid)
+        items.append(Item(vid, str(video.resolve())))
+    if not items:
+        raise LvuError(f"{path}: no videos selected — check the selection's evidence.jsonl")
+    return items
+
+
 def find_videos(folder: str | Path, limit: int | None = None) -> list[Item]:
-    """The videos of a folder (not recursive), sorted by name; ids are file stems, unique."""
+    """The videos of a folder (not recursive), sorted by name; ids are file stems, unique. A
+    `selected.jsonl` of `lvu build select` gives the videos it chose."""
     root = Path(folder).expanduser()
+    if root.is_file() and root.suffix == ".jsonl":
+        return selected_videos(root)[:limit]
     if not root.is_dir():
         raise LvuError(f"{folder}: not a folder — pass the folder holding the videos")
     files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTS)
