@@ -69,8 +69,9 @@ def test_filter_review_refilter_through_the_review_app(tmp_path, monkeypatch):
             assert done.exit_code == 0, done.output
             return done.output
 
-        run()
+        first = run()
         assert ids(queue) == ["q0", "q1", "q2"] and ids(out / "kept.jsonl") == ["q3"]
+        assert "flagged, sent for revision: 3 of 4" in first and "removed: 3 of 4" not in first  # not removed
         assert run().count("waiting for revision") == 1 and ids(queue) == ["q0", "q1", "q2"]  # nobody decided yet
 
         revise_round(queue, {"q0": revised(0, "Which city is shown at 03:10?"),

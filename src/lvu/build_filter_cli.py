@@ -206,7 +206,8 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
             console.print("first pass (--revise: 'removed' below = flagged and sent for revision):", markup=False,
                           highlight=False)
         print_table(analysis.table())
-        print_summary(analysis.summary)
+        print_summary([("flagged, sent for revision" if revision is not None and key == "removed" else key, value)
+                       for key, value in analysis.summary])
         if plot:
             from lvu.analysis.plots import plot_analysis, save
 
