@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from lvu.web import review_pages as pages
 from lvu.web.app import new_app
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_export import agreement_of, outcomes
-from lvu.web.review_http import StoreTrouble, decision_of, person_of, save_decision, video_of, writer_of
+from lvu.web.review_http import (StoreTrouble, decision_of, landing_of, person_of, save_decision, video_of,
+                                 writer_of)
 from lvu.web.review_js import SCRIPT
 from lvu.web.review_rules import (
     CRITERIA, Decision, Final, Version, check, disagreements, final_decision,
@@ -116,10 +117,7 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
 
     @app.get("/", response_class=HTMLResponse)
     def landing(t: str | None = None) -> Any:
-        person = store.person(t)
-        if person is not None:
-            return RedirectResponse(pages.with_token("/queue", person), status_code=303)
-        return pages.landing_page()
+        return landing_of(store, t)
 
     @app.get("/queue", response_class=HTMLResponse)
     def queue_page(t: str | None = None) -> str:

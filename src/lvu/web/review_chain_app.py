@@ -21,7 +21,8 @@ from lvu.web.app import new_app
 from lvu.web.review_chain import EditDecision, applied, before_round, chain_outcome, check_edit
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_edit_js import SCRIPT
-from lvu.web.review_http import StoreTrouble, decision_of, person_of, save_decision, video_of, writer_of
+from lvu.web.review_http import (StoreTrouble, decision_of, landing_of, person_of, save_decision, video_of,
+                                 writer_of)
 from lvu.web.review_protocols import ReviewProtocol
 from lvu.web.review_rules import Version
 from lvu.web.review_store import Person, ReviewStore
@@ -97,10 +98,7 @@ def create_chain_app(source: ReviewSource, store: ReviewStore, protocol: ReviewP
 
     @app.get("/", response_class=HTMLResponse)
     def landing(t: str | None = None) -> Any:
-        person = store.person(t)
-        if person is not None:
-            return RedirectResponse(pages.with_token("/queue", person), status_code=303)
-        return pages.landing_page()
+        return landing_of(store, t)
 
     @app.get("/queue", response_class=HTMLResponse)
     def queue_page(t: str | None = None) -> str:

@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lvu.web import review_pages as pages
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_rules import DecisionError
 from lvu.web.review_store import Person, ReviewStore
@@ -117,3 +118,11 @@ def video_of(source: ReviewSource, key: str, visible: Iterable[ReviewItem]) -> R
         return source.videos.response(key)
     except LookupError:
         raise HTTPException(404, "no such video in this review") from None
+
+
+def landing_of(store: ReviewStore, token: str | None) -> Response | str:
+    """`/`: a known token goes to its queue, anyone else gets the page saying to use their link."""
+    person = store.person(token)
+    if person is not None:
+        return RedirectResponse(pages.with_token("/queue", person), status_code=303)
+    return pages.landing_page()
