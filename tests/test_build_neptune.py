@@ -57,7 +57,7 @@ def invoke(*args: str):
 
 def readme_example() -> str:
     section = (ROOT / "README.md").read_text().split("\n## Build a benchmark", 1)[1].split("\n## ", 1)[0]
-    return next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "lvu build neptune" in b)
+    return next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "neptune_example.py neptune-videos" in b)
 
 
 def test_the_readme_example_builds_a_benchmark_lvu_run_evaluates(tmp_path, env):
