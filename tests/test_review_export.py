@@ -116,6 +116,9 @@ def test_review_commands_export_and_stats(decided, toy, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "2 accepted, 1 rejected, 0 unresolved (examiner needed), 1 incomplete" in done.stdout
     assert "lvu run -b jsonl --data" in done.stdout and (tmp_path / "final" / "neptune_full.json").is_file()
+    # the verified benchmark is audited for options-only leaks, like every build's product
+    leak = json.loads((tmp_path / "final" / "leak.json").read_text())
+    assert leak["source"] == "benchmark.jsonl" and leak["samples"] == 2 and "leak audit" in done.stdout
     stats = _lvu("stats", str(toy.data), "--db", db)
     assert stats.returncode == 0 and "verdict" in stats.stdout and "modality" in stats.stdout
     assert "2 accepted" in stats.stdout

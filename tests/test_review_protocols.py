@@ -291,6 +291,7 @@ def test_longvideobench_export_runs_with_the_longvideobench_loader(toy, tmp_path
     assert done.returncode == 0, done.stderr
     assert "longvideobench protocol: 2 accepted, 0 rejected, 2 pending" in done.stdout
     assert "lvb_val.json: 2 questions; run it: lvu run -b longvideobench --data" in done.stdout
+    assert json.loads((final / "leak.json").read_text())["samples"] == 2  # audited like every build
     records = json.loads((final / "lvb_val.json").read_text())
     by_id = {r["id"]: r for r in records}
     one, two = by_id["clip/1"], by_id["clip/2"]

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from lvu.cli_common import console
+from lvu.cli_common import console, err_console
 
 
 class _ServeByDefault(TyperGroup):
@@ -136,6 +136,9 @@ def export_command(
         console.print(f"{summary['protocol']} protocol: {summary['accepted']} accepted, {summary['rejected']} rejected, "
                       f"{summary['pending']} pending; {summary['versions']} decision versions -> {summary['out']}",
                       markup=False, highlight=False)
+    for line in summary["leak_warnings"]:  # never silenced (as in every build)
+        err_console.print(line, markup=False, highlight=False)
+    console.print(f"options-only leak audit: {Path(summary['out']) / 'leak.json'}", markup=False, highlight=False)
     console.print(summary["log"].line(), markup=False, highlight=False)
     if summary["log"].broken:
         raise typer.Exit(1)

@@ -216,6 +216,10 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
         write_samples(out / "benchmark.jsonl", samples)
         write_samples(out / "mmh_candidates.jsonl", mmh_candidates(samples))
         _write(out / "neptune_full.json", json.dumps(neptune, indent=1, ensure_ascii=False) + "\n")
+    from lvu.construct.runner import audit_benchmark
+
+    warnings: list[str] = []  # the verified benchmark is audited like every build (options-only leaks)
+    audit_benchmark(out / "benchmark.jsonl", out, say=warnings.append)
     _write(out / "decisions.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     versions = store.versions()
     _write(out / "versions.jsonl", "".join(json.dumps(v.to_json(), ensure_ascii=False) + "\n" for v in versions))
@@ -225,7 +229,7 @@ def export(source: ReviewSource, store: ReviewStore, out: str | Path, *, min_rat
     counts = Counter(x["status"] for x in lines)
     return {"log": log, **{k: counts.get(k, 0) for k in ("accepted", "rejected", "unresolved", "incomplete", "pending")},
             "neptune schema": len(neptune), "versions": len(versions), "out": str(out), "protocol": protocol.name,
-            "release": released}
+            "release": released, "leak_warnings": warnings}
 
 
 # ---- any protocol: the reviewed questions as lvu samples ------------------------------------------------
