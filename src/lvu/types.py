@@ -379,6 +379,13 @@ class SampleResult(BaseModel):
     """The judge's decision when one judged this sample (lvu.scoring.judges.Judgement: kind, value,
     verdict, method, sub-scores, raw reply, and `judge`, the judge's identity)."""
     error: str | None = None
+    traceback: str | None = None
+    """The Python traceback of the exception behind `error` when code raised it (a model plugin,
+    a backend, a decoder): shown by `lvu results show --trace ID` and the viewer's sample page."""
+    data_error: bool = False
+    """The data is at fault, not the model: a record that could not become a sample (bad answer,
+    repeated id, unreadable line) or a video that is not there. Such samples are reported and left
+    out of the score (`counted` False), like bad records of the release loaders."""
     latency: float = 0.0
     sample_digest: str | None = None
     """Hash of the loaded sample this record answers (runs/identity.py); a resumed run reuses the
