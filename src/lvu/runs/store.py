@@ -113,9 +113,31 @@ def merge_memberships(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> l
     return [m for m in old if m.get("name") not in names] + list(new)
 
 
+RESULTS_FOLDER = "lvu-results"
+
+
+def results_location(results_dir: str | Path | None = None) -> tuple[Path, str]:
+    """(the results directory, why it is that one), by one rule for every command:
+    `--results-dir` wins, then `$LVU_RESULTS_DIR`, then the nearest `lvu-results` folder in the
+    current folder or one above it (as git finds its repository), else `./lvu-results`, which
+    only a run creates. docs/runs.md, "Where results are"."""
+    if results_dir is not None:
+        return Path(results_dir), "--results-dir"
+    env = os.environ.get("LVU_RESULTS_DIR")
+    if env:
+        return Path(env).expanduser(), "$LVU_RESULTS_DIR"
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / RESULTS_FOLDER).is_dir():
+            if folder == here:  # relative, as printed paths (report: lvu-results/reports/...) always were
+                return Path(RESULTS_FOLDER), "in the current folder"
+            return folder / RESULTS_FOLDER, f"the nearest {RESULTS_FOLDER} above {here}"
+    return Path(RESULTS_FOLDER), f"no {RESULTS_FOLDER} in {here} or above: a run creates it here"
+
+
 def default_results_dir() -> Path:
-    """`$LVU_RESULTS_DIR`, else `./lvu-results` (next to where you run lvu, easy to find)."""
-    return Path(os.environ.get("LVU_RESULTS_DIR", "lvu-results"))
+    """The results directory when no --results-dir is given (`results_location`)."""
+    return results_location(None)[0]
 
 
 
