@@ -374,6 +374,16 @@ def test_key_never_in_identity(monkeypatch, server):
     assert "sk-other" not in json.dumps(m.identity)
 
 
+def test_error_messages_mask_the_key_but_not_the_words_around_it(monkeypatch, server):
+    """A placeholder key such as `x` once turned every "exist" of a message into "e***ist"."""
+    monkeypatch.setenv("MY_KEY", "x")
+    m = OpenAICompat(model="m", base_url=server.base_url, api_key_env="MY_KEY")
+    assert m._scrub("model x does not exist (key: x)") == "model *** does not exist (key: ***)"
+    monkeypatch.setenv("MY_KEY", "sk-other")
+    m = OpenAICompat(model="m", base_url=server.base_url, api_key_env="MY_KEY")
+    assert m._scrub("Incorrect API key provided: sk-other.") == "Incorrect API key provided: ***."
+
+
 def test_bad_arguments_are_one_line_errors(monkeypatch):
     cases = [
         ({}, "openai needs the model name: --model-arg model=NAME"),

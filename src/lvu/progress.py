@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +172,17 @@ class _EtaColumn(ProgressColumn):
         return Text(f"{format_duration(self.progress.eta(task)):>7}", style="progress.remaining")
 
 
+class _NoteColumn(ProgressColumn):
+    """What a task is waiting on now (e.g. 'retrying 3 calls (connection refused, next try in 4 s)'),
+    empty when nothing: read live from the task's note function (LoggedProgress.set_note)."""
+
+    progress: LoggedProgress  # set by LoggedProgress
+
+    def render(self, task: Task) -> Text:
+        note = self.progress.note_of(task)
+        return Text(note or "", style="yellow")
+
+
 class _FailedColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         failed = int(task.fields.get("failed", 0))
@@ -182,7 +193,7 @@ def stage_columns(width: int = 7) -> tuple[ProgressColumn, ...]:
     """The columns of one stage row (name, bar, done/total, failed, recent rate, elapsed, ETA) for a
     LoggedProgress whose tasks carry a `failed` field (PipelineProgress's rows; lvu build's stages)."""
     return (TextColumn(f"  {{task.description:<{width}}}"), BarColumn(), MofNCompleteColumn(), _FailedColumn(),
-            _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+            _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), _NoteColumn())
 
 
 def progress_interval() -> tuple[float, str | None]:
@@ -214,7 +225,7 @@ class LoggedProgress(Progress):
                  interval: float | None = None, **kwargs: Any) -> None:
         columns = tuple(_EtaColumn() if isinstance(c, TimeRemainingColumn) else c for c in columns)
         for column in columns:
-            if isinstance(column, (_RateColumn, _EtaColumn)):
+            if isinstance(column, (_RateColumn, _EtaColumn, _NoteColumn)):
                 column.progress = self
         self.label, self.title, self._interval = label, title, interval  # before rich, which may render
         super().__init__(*columns, **kwargs)
@@ -223,6 +234,7 @@ class LoggedProgress(Progress):
             self.disable = True  # rich would only print its final frame; the plain lines replace it
         self._rates: dict[TaskID, RecentRate] = {}
         self._reported: set[TaskID] = set()  # tasks whose completion a plain line already said
+        self._notes: dict[TaskID, Callable[[], str | None]] = {}
         self._ticker: threading.Thread | None = None
         self._stop_ticker = threading.Event()
         self.print_lock = threading.Lock()
@@ -282,6 +294,18 @@ class LoggedProgress(Progress):
         rate = self._rates.get(task.id)
         return rate.eta(task.total - task.completed, self.get_time()) if rate is not None else None
 
+    def set_note(self, task_id: TaskID, note: Callable[[], str | None] | None) -> None:
+        """Show `note()` (read at each refresh and each plain line; None or '' shows nothing) after
+        the task's row: what it is waiting on now. None removes it."""
+        if note is None:
+            self._notes.pop(task_id, None)
+        else:
+            self._notes[task_id] = note
+
+    def note_of(self, task: Task) -> str | None:
+        note = self._notes.get(task.id)
+        return note() if note is not None and not _complete(task) else None
+
     # ---- plain lines ----------------------------------------------------------------------------
 
     def _name(self, task: Task) -> str:
@@ -297,22 +321,27 @@ class LoggedProgress(Progress):
         return f"{self._name(task)} {done}" + (f", failed {failed}" if failed is not None else "")
 
     def plain_lines(self, *, final: bool = False) -> list[str]:
-        """One line per started task: progress with ETA, or (`final`, or first seen finished) how it ended."""
+        """One line per started task: progress with ETA (and its note), or how it ended — once per
+        task, when first seen complete; `final` adds how each task not said so yet ended."""
         lines = []
         with self._lock:
             tasks = [t for t in self._tasks.values() if t.start_time is not None and t.visible]
         for task in tasks:
             complete = _complete(task)
-            if final or (complete and task.id not in self._reported):
-                self._reported.add(task.id)
+            if task.id in self._reported:
+                continue  # its end was said: a build's finished stages are not repeated
+            if complete or final:
+                if complete:
+                    self._reported.add(task.id)
                 elapsed = task.finished_time or task.elapsed or 0.0
                 ended = "complete" if complete or task.total is None else "stopped"
                 lines.append(f"{self._head(task)} {ended} in {format_duration(elapsed)} "
                              f"({format_rate(task.completed / elapsed if elapsed else 0.0)})")
-            elif not complete:
+            else:
                 eta = "" if task.total is None else f", ETA {format_duration(self.eta(task))}"
+                note = self.note_of(task)
                 lines.append(f"{self._head(task)} ({format_rate(self.rate(task))}{eta}, "
-                             f"{format_duration(task.elapsed)} elapsed)")
+                             f"{format_duration(task.elapsed)} elapsed)" + (f" — {note}" if note else ""))
         return lines
 
     def say(self, message: str) -> None:
@@ -413,6 +442,16 @@ class PipelineProgress:
     def note(self, message: str) -> None:
         """A line printed above the bars (or on the console when the display is off)."""
         self.display.say(message)
+
+    def describe(self, name: str, note: Callable[[], str | None] | None) -> None:
+        """Show what stage `name` waits on now, read live from `note()` (e.g. the model's retries:
+        'retrying 3 calls (connection refused, next try in 4 s)'), in its row and its plain lines."""
+        self.display.set_note(self.tasks[name], note)
+
+    def stage_note(self, name: str) -> str | None:
+        """What stage `name` shows it waits on now (None: nothing)."""
+        task = next(t for t in self.display.tasks if t.id == self.tasks[name])
+        return self.display.note_of(task)
 
     def elapsed(self) -> float:
         if self.started is None:

@@ -18,7 +18,8 @@ filter, empty replies) come back at once as a one-line `Response.error`. Success
 cached on disk by the shared `lvu.models.response_cache.ResponseCache` (`cache_dir("responses")`),
 keyed by a hash of the base URL and the exact request body, so an identical request is never paid
 for twice; `--fresh` (`bypass_cache()`) reads none of it. Before a run, `preflight()` sends one
-GET {base_url}/models, so a dead endpoint is one line at once. See docs/models/openai.md.
+GET {base_url}/models, so a dead endpoint — or a base_url without its /v1 — is one line at once.
+See docs/models/openai.md.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import concurrent.futures
 import io
 import os
 import random
+import re
 import threading
 import time
 import weakref
@@ -43,7 +45,7 @@ from lvu.errors import LvuError
 from lvu.media.audio import encode as encode_audio
 from lvu.models import response_cache
 from lvu.models.base import Model, register_model
-from lvu.models.openai_http import AttemptTimedOut, ReplyTooLarge, cap_reply
+from lvu.models.openai_http import AttemptTimedOut, ReplyTooLarge, cap_reply, check_chat_route
 from lvu.models.openai_reply import NO_CHOICES, parse_completion
 from lvu.models.openai_reply import one_line as _one_line
 from lvu.models.response_cache import ResponseCache, resolve_cache_dir
@@ -69,6 +71,8 @@ DEFAULTS: dict[str, Any] = {
     "max_concurrency": None, "extra_body": None, "http": "auto", "audio_format": "wav",
 }
 """Every argument but `model` (required), with its default."""
+CLOSE_TIMEOUT = 2.0
+"""Seconds closing the HTTP client may take."""
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
                   "too long for the model", "exceeds the model")
 
@@ -372,17 +376,22 @@ class OpenAICompat(Model):
             return {"http_client": DefaultAsyncHttpxClient(timeout=self.timeout, event_hooks=hooks)}
 
     async def preflight(self) -> None:
-        """GET {base_url}/models once: any HTTP answer will do (even 401/404, e.g. a server with no
-        such route); only a connection that fails or stays silent is an error."""
+        """GET {base_url}/models once: a connection that fails or stays silent is an error; any
+        HTTP answer but 404 will do (401/403: a server that wants a key there); a 404 has the
+        chat-completions route itself checked (`check_chat_route`: a base_url without its /v1
+        is refused, naming the one that answers)."""
         auth = {"Authorization": f"Bearer {self._key}"} if self._key != "EMPTY" else {}
-        await check_reachable(self.base_url, "/models", who="openai", headers=auth,
-                              timeout=min(self.timeout, PREFLIGHT_TIMEOUT))
+        timeout = min(self.timeout, PREFLIGHT_TIMEOUT)
+        if await check_reachable(self.base_url, "/models", who="openai", headers=auth, timeout=timeout) == 404:
+            await check_chat_route(self.base_url, headers=auth, timeout=timeout)
 
     async def close(self) -> None:
+        """Close the client without waiting on requests that hang (a stopped run's exit is bounded)."""
         if self._client is not None:
             try:
-                await self._client.close()
-            except RuntimeError:  # its loop is gone already
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await self._client.close()
+            except (RuntimeError, TimeoutError):  # its loop is gone already; or closing hangs
                 pass
             self._client = self._loop = None
 
@@ -472,9 +481,10 @@ class OpenAICompat(Model):
             return await with_retries(once, max_retries=self.max_retries, is_retryable=is_retryable,
                                       retry_after=_hinted_wait, base_delay=self.backoff, max_delay=self.backoff_max,
                                       max_wait=self.max_wait, min_fraction=0.5, rng=self._rng, sleep=self._sleep,
-                                      on_retry=count)
+                                      on_retry=count, is_unreachable=is_unreachable)
         except (openai.APIStatusError, openai.APIConnectionError) as e:  # not retryable, or retries exhausted
-            return Response(error=self._describe(e, retries), unreachable=is_unreachable(e))
+            return Response(error=self._describe(e, retries), unreachable=is_unreachable(e),
+                            permanent=isinstance(e, openai.APIStatusError) and not is_retryable(e))
         except MalformedReply as e:  # retries exhausted
             tries = f" (after {retries + 1} attempts)" if retries else ""
             return Response(error=self._scrub(f"openai: {e}{tries}"))
@@ -488,7 +498,11 @@ class OpenAICompat(Model):
             return Response(error=self._scrub(f"openai: {type(e).__name__}: {_one_line(str(e))}"))
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key and self._key != "EMPTY" else text
+        """`text` with the API key masked where it stands as a token of its own (a placeholder key
+        such as `x` must not mask the x of every word in the message)."""
+        if not self._key or self._key == "EMPTY":
+            return text
+        return re.sub(rf"(?<![\w-]){re.escape(self._key)}(?![\w-])", "***", text)
 
     def _describe(self, e: Exception, attempt: int) -> str:
         import openai

@@ -67,7 +67,7 @@ class FakeOpenAIServer:
     def __init__(self, *, answer: str | Callable[[dict[str, Any]], str] = "A", latency: float = 0.0,
                  fault_rate: float = 0.0, faults: tuple[str, ...] = ("429", "500", "drop"),
                  retry_after: float | None = 0.0, hang: float = 30.0, seed: int = 0,
-                 host: str = "127.0.0.1", port: int = 0, record: bool = True,
+                 host: str = "127.0.0.1", port: int = 0, record: bool = True, prefix: str | None = None,
                  token_logprobs: list[dict[str, float]] | Callable[[dict[str, Any]], list[dict[str, float]]]
                  | None = None) -> None:
         unknown = set(faults) - set(FAULTS)
@@ -76,6 +76,9 @@ class FakeOpenAIServer:
         self.answer, self.latency, self.fault_rate, self.faults = answer, latency, fault_rate, faults
         self.retry_after, self.hang, self.host, self.port, self.record = retry_after, hang, host, port, record
         self.token_logprobs = token_logprobs
+        self.prefix = prefix
+        """Serve only PREFIX/models and PREFIX/chat/completions ("/v1": 404 anywhere else, as vLLM
+        and api.openai.com do); None: any path that ends in them."""
         self.rng = random.Random(seed)
         self.requests: list[Received] = []
         self.n_requests = 0
@@ -173,6 +176,10 @@ class FakeOpenAIServer:
     async def _respond(self, writer: asyncio.StreamWriter, method: str, path: str,
                        headers: dict[str, str], body: dict[str, Any] | None) -> bool:
         """Write one answer; False closes the connection."""
+        routes = {self.prefix.rstrip("/") + r for r in ("/models", "/chat/completions")} if self.prefix is not None else ()
+        if self.prefix is not None and path.rstrip("/") not in routes:
+            await self._send(writer, 404, {"detail": "Not Found"})  # what vLLM's FastAPI answers
+            return True
         if method == "GET" and path.rstrip("/").endswith("/models"):
             await self._send(writer, 200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
             return True
@@ -337,12 +344,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--answer", default="A")
+    ap.add_argument("--prefix", default=None, help="serve only under this path, e.g. /v1 (404 elsewhere, as vLLM)")
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--token-logprobs", type=json.loads, default=None,
                     help='top alternatives per generated token, JSON: [{" TRUE": -0.1, " FALSE": -2.4}]')
     args = ap.parse_args(argv)
     server = FakeOpenAIServer(answer=args.answer, latency=args.latency, fault_rate=args.fault_rate,
-                              port=args.port, record=False, token_logprobs=args.token_logprobs).start()
+                              port=args.port, record=False, token_logprobs=args.token_logprobs,
+                              prefix=args.prefix).start()
     print(f"PORT {server.port}", flush=True)
     try:
         threading.Event().wait()

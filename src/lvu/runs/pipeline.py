@@ -5,8 +5,9 @@
 completes, and handles Ctrl-C (first: stop taking samples, let those in the model finish within the
 grace; second: abandon them). `ProcessDecoder` is the `decode="processes"` back end: worker processes
 that decode into the shared on-disk frame cache, which the run then reads. `ready_models` (before a
-run: --fresh and the reachability check) and `EndpointWatch` (stop when the endpoint is gone) serve
-the Ray executor too.
+run: --fresh and the reachability check), `EndpointWatch` (stop when the endpoint is gone) and
+`FirstCallsWatch` (stop when the first calls all fail the same way) serve the Ray executor too;
+`watch_endpoint` stops a local run whose endpoint has refused every attempt for a minute.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from lvu.errors import LvuError
 from lvu.media.cache import FrameCache
 from lvu.models.base import Model
+from lvu.models.retry import RETRY_WATCH, RetryWatch
 from lvu.runs.stage_runner import StageRunner
 from lvu.runs.store_files import StoreWriteError
 from lvu.types import Prompt, Sample, SampleResult
@@ -34,6 +36,13 @@ DecodeMode = Literal["threads", "processes"]
 DECODE_MODES = ("threads", "processes")
 DEAD_ENDPOINT_CALLS = 8
 """Model calls in a row that never reached the endpoint (after their retries) that stop a run."""
+DEAD_ENDPOINT_SECONDS = 60.0
+"""Seconds of attempts that all failed to reach the endpoint (no answer in between) that stop a
+run, whatever the concurrency: long enough to ride out a proxy or a small server restarting,
+short enough not to leave a run that cannot go on sitting in its retries (docs/runs.md)."""
+FIRST_CALLS = 8
+"""A run whose first this many model calls (all, in a shorter run) fail with one and the same
+error that retrying cannot change stops (`FirstCallsWatch`)."""
 
 
 @dataclass
@@ -46,6 +55,8 @@ class Prepared:
     started: float
     unreachable: bool = False
     """Its model call never reached the endpoint (see EndpointWatch)."""
+    permanent: bool = False
+    """Its model call failed with an error that retrying cannot change (see FirstCallsWatch)."""
 
 
 class Stages(Protocol):
@@ -107,6 +118,61 @@ class EndpointWatch:
                             "same command again to resume once the endpoint is back")
 
 
+async def watch_endpoint(retries: RetryWatch, runner: StageRunner, seconds: float | None = None,
+                         every: float = 1.0) -> None:
+    """Stop `runner` (EndpointDown) once every attempt for `seconds` (DEAD_ENDPOINT_SECONDS) failed
+    to reach the endpoint — at least DEAD_ENDPOINT_CALLS of them, and one more since the last look
+    (it still fails now: a blip followed by long answers in flight is not a dead endpoint) —
+    however many calls are still waiting out their retries (EndpointWatch counts finished calls)."""
+    seconds = DEAD_ENDPOINT_SECONDS if seconds is None else seconds
+    seen = 0
+    while True:
+        await asyncio.sleep(every)
+        failed, seen = seen, retries.unreachable_attempts
+        if retries.unreachable_for() >= seconds and seen >= DEAD_ENDPOINT_CALLS and seen > failed:
+            runner.fail(EndpointDown(
+                f"stopped: the model endpoint is gone — no attempt has reached it for {seconds:g} s "
+                f"({retries.last_unreachable}); the samples answered so far are stored — run the same command "
+                "again to resume once the endpoint is back"))
+            return
+
+
+class WrongSetup(LvuError):
+    """The run stopped early: its first model calls all failed with the same error that asking
+    again cannot change (a wrong URL, model name or key)."""
+
+
+class FirstCallsWatch:
+    """Watches the first model calls of a run: when the first `limit` of them (all, in a shorter
+    run; and from at least two videos when the run has several, so one video the server cannot
+    take does not stop the others) failed with one and the same error that the backend does not
+    retry (`Response.permanent`: 404, 400, 401 ...), `saw` says stop — every other call would
+    fail the same way. One answer, or one other error, disarms it for the rest of the run."""
+
+    def __init__(self, n_calls: int, n_videos: int = 1, limit: int = FIRST_CALLS) -> None:
+        self.limit = max(1, min(limit, n_calls))
+        self.need_videos = min(2, max(1, n_videos))
+        self.armed = True
+        self.error: str | None = None
+        self.count = 0
+        self.videos: set[str] = set()
+
+    def saw(self, error: str | None, permanent: bool, video: str = "") -> bool:
+        if not self.armed:
+            return False
+        if error is None or not permanent or (self.error is not None and error != self.error):
+            self.armed = False
+            return False
+        self.error, self.count = error, self.count + 1
+        self.videos.add(video)
+        return self.count >= self.limit and len(self.videos) >= self.need_videos
+
+    def stop(self) -> WrongSetup:
+        error = (self.error or "").removeprefix("model error: ")
+        return WrongSetup(f"stopped: the first {self.count} model calls all failed with the same error ({error}) "
+                          "— fix that and run the same command again (the samples stored so far are kept)")
+
+
 def model_batch_size(model: Model) -> int:
     """The batch a batching backend (hf's `batch_size`) fills, also through a probe's `base`."""
     for m in (model, getattr(model, "base", None)):
@@ -149,8 +215,17 @@ class ProcessDecoder:
             raise LvuError(error)
 
     def shutdown(self, wait: bool) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=wait, cancel_futures=True)
+        """`wait`: let the workers finish what they decode; else end them now (a stopped run must
+        not wait on a long decode: its cache entry is written atomically, or not at all)."""
+        if self.pool is None:
+            return
+        workers = list(getattr(self.pool, "_processes", {}).values())  # no public way to reach them
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+        if not wait:
+            for worker in workers:
+                if worker.is_alive():
+                    worker.kill()
+        self.pool = None
 
 
 class StoreFailed(LvuError):
@@ -181,9 +256,10 @@ class CommitSample:
     item has `sample`, `prompt` (None: it failed before the model, so no model call) and `unreachable`."""
 
     def __init__(self, store: Store, run_id: str, ordinals: dict[str, int], errors: list[tuple[str, str]],
-                 progress: PipelineProgress, n_calls: int) -> None:
+                 progress: PipelineProgress, n_calls: int, n_videos: int = 1) -> None:
         self.store, self.run_id, self.ordinals, self.errors, self.progress = store, run_id, ordinals, errors, progress
         self.watch = EndpointWatch(n_calls)
+        self.first_calls = FirstCallsWatch(n_calls, n_videos)
         self.n_stored = 0
 
     def __call__(self, item: Prepared, result: SampleResult) -> LvuError | None:
@@ -198,6 +274,9 @@ class CommitSample:
             self.errors.append((item.sample.id, result.error))
         if item.prompt is not None and self.watch.saw(item.unreachable, result.error):
             return self.watch.error()
+        if item.prompt is not None and self.first_calls.saw(result.error, getattr(item, "permanent", False),
+                                                            item.sample.video.path):
+            return self.first_calls.stop()
         return None
 
 
@@ -222,8 +301,20 @@ async def run_pipeline(engine: Stages, run_id: str, todo: list[Sample], ordinals
     # A decode task takes all samples of one video (todo is sorted by video): the first decodes,
     # the others reuse its frames, and the decode tasks work on different videos in parallel.
     groups = (list(group) for _, group in itertools.groupby(todo, key=lambda s: s.video.path))
-    commit = CommitSample(engine.store, run_id, ordinals, errors, progress, len(todo))
+    commit = CommitSample(engine.store, run_id, ordinals, errors, progress, len(todo),
+                          n_videos=len({s.video.path for s in todo}))
     runner = StageRunner(consumers=[answer] * engine.concurrency, commit=commit, produce=prepare,
                          producers=engine.decode_workers, grace=engine.interrupt_grace, stop=stop,
                          note=progress.note, what="sample", where="in the model")
-    await runner.run(groups)
+    # The model's retries report to `retries` (a context variable: the runner's tasks inherit it);
+    # the model row of the progress shows them, and a watcher stops a run whose endpoint is gone.
+    retries = RetryWatch()
+    progress.describe("model", retries.summary)
+    token = RETRY_WATCH.set(retries)
+    watcher = asyncio.create_task(watch_endpoint(retries, runner))
+    try:
+        await runner.run(groups)
+    finally:
+        watcher.cancel()
+        RETRY_WATCH.reset(token)
+        progress.describe("model", None)

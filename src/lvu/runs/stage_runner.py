@@ -10,9 +10,12 @@ kill -9 loses only the items in flight and a rerun skips what is committed — l
 
 Ctrl-C: the first stops taking new items and lets those being consumed finish for `grace` seconds;
 the second abandons them. SIGTERM (`kill PID`, `timeout`, SLURM, supervisors) is the same stop.
+In the `lvu` command (`exit_bound` set) the first stop also bounds the whole exit: the process is
+gone `grace + exit_bound` seconds after it, whatever still runs (`hard_exit_after`).
 `commit` may return an exception to stop the whole run early (e.g. the model endpoint is gone, the
-store cannot be written); it is raised once the tasks are down. Progress is the caller's
-(lvu.progress.PipelineProgress: one row per stage, plain lines in logs).
+store cannot be written), and so may anyone holding the runner (`fail`); it is raised once the
+tasks are down. Progress is the caller's (lvu.progress.PipelineProgress: one row per stage, plain
+lines in logs).
 
 Callers: the run engine (decode → model → store), the Ray executor (decode tasks → replicas →
 store), judging stored runs, judging a dev set, temporal certificates and cache warming.
@@ -21,7 +24,11 @@ store), judging stored runs, judging a dev set, temporal certificates and cache 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
+import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
@@ -37,6 +44,33 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """What stops a run gracefully: Ctrl-C, and SIGTERM (what `kill`, `timeout` and job schedulers send)."""
 last_stop_signal: int | None = None
 """The signal that last stopped a runner (the CLI exits with 128 + it, as an unhandled one would)."""
+EXIT_MARGIN = 5.0
+"""Seconds past the grace that closing the store, the clients and the worker processes may take."""
+exit_bound: float | None = None
+"""Set by the `lvu` command (to EXIT_MARGIN): the first stop signal then bounds the whole exit to
+`grace + exit_bound` seconds. None (the library's default): a stop never ends the caller's
+process, which may go on after `RunInterrupted`."""
+
+
+def hard_exit_after(seconds: float, signum: int) -> threading.Thread:
+    """End this process `seconds` from now with exit code 128 + `signum` unless it has ended by
+    then: a daemon thread, so it dies with a process that exits in time. Whatever it cuts short
+    is resumable: every item is its own commit, and a run left `running` that no process holds
+    is listed as `interrupted` (lvu.runs.run_lock)."""
+
+    def watchdog() -> None:
+        time.sleep(seconds)
+        try:
+            sys.stderr.write(f"lvu: not stopped {seconds:g} s after the signal — exiting now; what was committed "
+                             "is kept: run the same command again to resume\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        finally:
+            os._exit(128 + signum)
+
+    thread = threading.Thread(target=watchdog, name="lvu-exit-bound", daemon=True)
+    thread.start()
+    return thread
 
 
 async def _pass_through(group: list[Any]) -> AsyncIterator[Any]:
@@ -74,6 +108,17 @@ class StageRunner(Generic[Item, Ready, Done]):
         self.what, self.where = what, where
         """How the Ctrl-C notes name the items and their stage ("sample", "in the model")."""
         self.consuming: set[asyncio.Task] = set()
+        self._stopped_by: list[BaseException] = []
+        self._consumers: list[asyncio.Task] = []
+
+    def fail(self, error: BaseException) -> None:
+        """Stop the run now with `error` (raised by `run` once the tasks are down), as a `commit`
+        that returns it does: the items being consumed are abandoned (e.g. the endpoint is gone)."""
+        self._stopped_by.append(error)
+        self.stop.set()
+        for t in self._consumers:
+            if t is not asyncio.current_task():
+                t.cancel()
 
     async def _consume(self, consume: Callable[[Ready], Awaitable[Done]], item: Ready) -> Done:
         if self.retry is None:
@@ -85,7 +130,7 @@ class StageRunner(Generic[Item, Ready, Done]):
         (the caller's stage functions turn per-item failures into failed records instead)."""
         pending = iter(groups)
         ready: asyncio.Queue[Ready | None] = asyncio.Queue(maxsize=len(self.consumers))
-        stopped_by: list[BaseException] = []
+        stopped_by = self._stopped_by
 
         async def producer() -> None:
             for group in pending:  # shared by the producers; the loop runs one at a time
@@ -119,11 +164,7 @@ class StageRunner(Generic[Item, Ready, Done]):
                 finally:
                     self.consuming.discard(me)  # type: ignore[arg-type]
                 if (error := self.commit(item, done)) is not None:
-                    stopped_by.append(error)
-                    self.stop.set()  # the items still being consumed would fail the same way: abandon them
-                    for t in consumers:
-                        if t is not asyncio.current_task():
-                            t.cancel()
+                    self.fail(error)  # the items still being consumed would fail the same way: abandon them
                     return
 
         async def end_of_input() -> None:
@@ -137,7 +178,8 @@ class StageRunner(Generic[Item, Ready, Done]):
                 for _ in consumers:     # gone: a full queue would then block here forever)
                     await ready.put(None)
 
-        consumers = [asyncio.create_task(consumer(c, o)) for c, o in zip(self.consumers, self.slot_open)]
+        consumers = self._consumers = [asyncio.create_task(consumer(c, o))
+                                       for c, o in zip(self.consumers, self.slot_open)]
         producing = [asyncio.create_task(producer()) for _ in range(self.producers)]
         feeder = asyncio.create_task(end_of_input())
         loop = asyncio.get_running_loop()
@@ -160,6 +202,8 @@ class StageRunner(Generic[Item, Ready, Done]):
             self.note(f"stopping: waiting up to {self.grace:g} s for {len(self.consuming)} {self.what}(s) "
                       f"{self.where} — Ctrl-C again to abandon them")
             timers.append(loop.call_later(self.grace, abandon))
+            if exit_bound is not None:
+                hard_exit_after(self.grace + exit_bound, signum)
 
         handled = {}  # signal -> the handler it had (restored after: asyncio would reset SIGTERM to the default)
         for signum in STOP_SIGNALS:
