@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+from lvu.cli_common import RESULTS_DIR_HELP
+
+if TYPE_CHECKING:
+    from lvu.errors import LvuError
+
+_DATA_FLAG = re.compile(r"(?<![\w-])--data(?![\w-])")
+
+
+def with_root_flag(error: LvuError) -> LvuError:
+    """The error as `lvu import` says it: benchmark loaders name the release folder `--data DIR`
+    (`lvu run`'s flag); here that flag is --root (--data also works), the one --help shows."""
+    text = _DATA_FLAG.sub("--root", str(error))
+    try:
+        return type(error)(text)
+    except TypeError:  # an error class with its own arguments: keep it as it is
+        return error
 
 
 def import_results(
@@ -23,9 +41,9 @@ def import_results(
                                                  "the log, VLMEvalKit's model folder, else the file name).")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (repeatable): e.g. "
                                                "compat=lmms-eval to score as that harness does, frames=64 to "
-                                               "record the input setting the harness used.")] = [],
-    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs are stored (default: "
-                                                        "$LVU_RESULTS_DIR or ./lvu-results).")] = None,
+                                               "record the frames the harness used (else frames are what the "
+                                               "file states, or unknown).")] = [],
+    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help=RESULTS_DIR_HELP)] = None,
 ) -> None:
     """Store saved responses from lmms-eval, VLMEvalKit or the official format as a run.
 
@@ -36,12 +54,16 @@ def import_results(
     from rich.markup import escape
 
     from lvu.cli_common import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
+    from lvu.errors import LvuError
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.importer import import_file
 
     settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
                 **parse_kv(setting, "--set")}
-    summary = import_file(file, benchmark, settings=settings, fmt=format, model_name=model, results_dir=results_dir)
+    try:
+        summary = import_file(file, benchmark, settings=settings, fmt=format, model_name=model, results_dir=results_dir)
+    except LvuError as e:
+        raise with_root_flag(e) from None
     saved = summary.saved
     for line in saved.problems(benchmark):
         err_console.print(line, markup=False, highlight=False)

@@ -43,7 +43,8 @@ def _values(labels: Labels, key: str) -> list[str]:
 
 def label_groups(labels: Sequence[Labels]) -> dict[str, list[int]]:
     """Positions per group: "all", then "<key>: <value>" for every label key (sorted) and value
-    (the paper's order where lvu knows it, else sorted); a multi-label sample is in each of its groups."""
+    (the paper's order where lvu knows it, else natural order: `0%, 25%, 100%`; table.ordered); a
+    multi-label sample is in each of its groups."""
     groups: dict[str, list[int]] = {ALL: list(range(len(labels)))}
     by_key: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for i, lab in enumerate(labels):

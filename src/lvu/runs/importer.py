@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,12 @@ from lvu.runs.saved_files import SavedFile, SavedRow, read_saved
 from lvu.runs.store import Store
 from lvu.types import Response, RunSpec, SampleResult
 
+FRAME_SETTINGS = ("frames", "fps")
+"""How many frames the model saw: an imported run records these only when the file states them
+(lmms-eval's model_args, VLMEvalKit's dataset name) or `--set` gives them — the benchmark's default
+for an lvu run says nothing about what another harness did. Unstated, they are stored as None."""
+_LMMS_FRAME_ARGS = ("max_num_frames", "max_frames_num", "num_frames", "nframes", "max_frames", "frames_upbound")
+"""lmms-eval model arguments that set the frames sampled per video (qwen2_5_vl, llava_vid, ...)."""
 IMPORT_KEY = "import_sha256"
 """The spec setting holding the imported file's sha256 (engine.RUN_ONLY_SETTINGS: not a benchmark setting)."""
 MODEL_PREFIX = "imported:"
@@ -50,6 +57,48 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def lmms_frames(path: Path) -> dict[str, int]:
+    """The frame count an lmms-eval run's model_args state (in the results JSON beside the log)."""
+    from lvu.runs.saved_files import lmms_results
+
+    for doc in lmms_results(path):
+        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        args = config.get("model_args") or ""
+        if isinstance(args, dict):
+            found = next((args[k] for k in _LMMS_FRAME_ARGS if k in args), None)
+        else:
+            m = re.search(rf"(?:^|,)\s*(?:{'|'.join(_LMMS_FRAME_ARGS)})\s*=\s*(\d+)", str(args))
+            found = m.group(1) if m else None
+        return {"frames": int(found)} if str(found).isdigit() else {}
+    return {}
+
+
+def stated_frames(path: Path, fmt: str) -> dict[str, int | float]:
+    """FRAME_SETTINGS the imported file states (see there); {} when it states none."""
+    if fmt == "lmms-eval":
+        return lmms_frames(path)
+    if fmt == "vlmevalkit":
+        from lvu.runs.vlmevalkit_sheets import frames_in_name
+
+        return frames_in_name(path)
+    return {}  # the official formats hold answers only
+
+
+def recorded_settings(bench: Benchmark, given: dict[str, Any], stated: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The run's settings (the benchmark's effective ones, less `limit`) with FRAME_SETTINGS kept
+    only where `--set` (`given`) or the file (`stated`) says them, else None; and the names left
+    unknown."""
+    effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    unknown = []
+    for key in FRAME_SETTINGS:
+        if key not in effective or given.get(key) is not None:
+            continue
+        effective[key] = stated.get(key)
+        if effective[key] is None:
+            unknown.append(key)
+    return effective, unknown
 
 
 def grade_rows(bench: Benchmark, rows: list[SavedRow]) -> list[SampleResult]:
@@ -90,7 +139,7 @@ def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | 
     else:
         samples, bad = bench.loaded()
     sha = file_sha256(path)
-    effective = {k: v for k, v in bench.settings.items() if k != "limit"}
+    effective, unknown = recorded_settings(bench, settings or {}, stated_frames(path, saved.format))
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
     effective[FINGERPRINT_KEY] = data_fingerprint(samples, bad)
@@ -102,7 +151,9 @@ def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | 
         "model": {"name": name, "imported": True},
         "imported": {"path": str(path.resolve()), "sha256": sha, "format": saved.format,
                      "rows": saved.n_rows, "matched": len(saved.rows), "unmatched": len(saved.unmatched),
-                     "duplicates": saved.duplicates, "model_name_from_file": saved.model_name},
+                     "duplicates": saved.duplicates, "model_name_from_file": saved.model_name,
+                     "unknown_settings": {k: "not stated by the imported file — pass --set "
+                                             f"{k}=... to record what the harness used" for k in unknown}},
     }
     ordinals = {s.id: i for i, s in enumerate(samples)}
     loaded = {s.id: s for s in samples}

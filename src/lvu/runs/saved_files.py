@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -411,17 +412,23 @@ def _from_pairs(path: Path, pairs: list[tuple[Sample, str]], n_rows: int | None)
 # ---- model names -----------------------------------------------------------------------------------
 
 
-def lmms_model_name(path: Path) -> str | None:
-    """The model of an lmms-eval run: `model_name` (or the pretrained= argument, or the model type)
-    in the `<date>_results.json` beside the samples file, the one of the same date first."""
+def lmms_results(path: Path) -> Iterator[dict[str, Any]]:
+    """The `<date>_results.json` documents beside an lmms-eval samples file, the one of the same
+    date first (unreadable ones skipped)."""
     date = path.name.split("_samples_")[0] if "_samples_" in path.name else None
     candidates = sorted(path.parent.glob("*_results.json"))
     if date is not None:
         candidates.sort(key=lambda p: not p.name.startswith(date))
     for results in candidates:
         doc = _whole_json(_safe_text(results) or "")
-        if not isinstance(doc, dict):
-            continue
+        if isinstance(doc, dict):
+            yield doc
+
+
+def lmms_model_name(path: Path) -> str | None:
+    """The model of an lmms-eval run: `model_name` (or the pretrained= argument, or the model type)
+    in the `<date>_results.json` beside the samples file, the one of the same date first."""
+    for doc in lmms_results(path):
         config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
         args = str(config.get("model_args") or "")
         pretrained = re.search(r"(?:^|,)\s*(?:pretrained|model|model_version|model_name)=([^,]+)", args)

@@ -91,3 +91,18 @@ def _no_unsaved_formulas(path: Path, column: int) -> None:
                                 "open and save the sheet in a spreadsheet app, or export it as .tsv, then import again")
     finally:
         book.close()
+
+
+_NFRAME = re.compile(r"_(\d+)frame(?=_|$)")
+_FPS = re.compile(r"_(\d+(?:\.\d+)?)fps(?=_|$)")
+
+
+def frames_in_name(path: Path) -> dict[str, int | float]:
+    """What VLMEvalKit's dataset name in the file name says about frames: its video datasets are
+    named `<dataset>_<N>frame[...]` or `<dataset>_<X>fps[...]` (`..._Video-MME_8frame.xlsx` →
+    {"frames": 8}, `..._MLVU_1fps.tsv` → {"fps": 1.0}); {} when the name states neither."""
+    if m := _NFRAME.search(path.stem):
+        return {"frames": int(m.group(1))}
+    if m := _FPS.search(path.stem):
+        return {"fps": float(m.group(1))}
+    return {}

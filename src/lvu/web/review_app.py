@@ -26,8 +26,8 @@ from lvu.web import review_pages as pages
 from lvu.web.app import new_app
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_export import agreement_of, outcomes
-from lvu.web.review_http import (StoreTrouble, decision_of, landing_of, person_of, save_decision, video_of,
-                                 writer_of)
+from lvu.web.review_http import (StoreTrouble, answer_pages_in_html, decision_of, landing_of, person_of,
+                                 save_decision, video_of, writer_of)
 from lvu.web.review_js import SCRIPT
 from lvu.web.review_rules import (
     CRITERIA, Decision, Final, Version, check, disagreements, final_decision,
@@ -57,6 +57,7 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
 
         return create_chain_app(source, store, protocol, allowed_hosts=allowed_hosts)
     app = new_app("lvu review", allowed_hosts)
+    answer_pages_in_html(app)
     digests = {i.id: i.digest for i in source.items}
     trouble = StoreTrouble()
 

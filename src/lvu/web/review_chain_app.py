@@ -21,8 +21,8 @@ from lvu.web.app import new_app
 from lvu.web.review_chain import EditDecision, applied, before_round, chain_outcome, check_edit
 from lvu.web.review_data import ReviewItem, ReviewSource
 from lvu.web.review_edit_js import SCRIPT
-from lvu.web.review_http import (StoreTrouble, decision_of, landing_of, person_of, save_decision, video_of,
-                                 writer_of)
+from lvu.web.review_http import (StoreTrouble, answer_pages_in_html, decision_of, landing_of, person_of,
+                                 save_decision, video_of, writer_of)
 from lvu.web.review_protocols import ReviewProtocol
 from lvu.web.review_rules import Version
 from lvu.web.review_store import Person, ReviewStore
@@ -33,6 +33,7 @@ _ORDINAL = re.compile(r"0|[1-9][0-9]{0,8}")
 def create_chain_app(source: ReviewSource, store: ReviewStore, protocol: ReviewProtocol, *,
                      allowed_hosts: Sequence[str] | None = None):
     app = new_app("lvu review", allowed_hosts)
+    answer_pages_in_html(app)
     digests = {i.id: i.digest for i in source.items}
     trouble = StoreTrouble()
     rounds = range(1, len(protocol.roles) + 1)

@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lvu.web import review_pages as pages
 from lvu.web.review_data import ReviewItem, ReviewSource
@@ -70,7 +72,7 @@ def person_of(store: ReviewStore, token: str | None) -> Person:
     """The token's person; 403 for an unknown or missing token."""
     person = store.person(token)
     if person is None:
-        raise HTTPException(403, "unknown or missing rater token — open the link `lvu review` printed for you")
+        raise HTTPException(403, f"unknown or missing access token — {pages.TOKEN_HINT}")
     return person
 
 
@@ -125,4 +127,20 @@ def landing_of(store: ReviewStore, token: str | None) -> Response | str:
     person = store.person(token)
     if person is not None:
         return RedirectResponse(pages.with_token("/queue", person), status_code=303)
+    if token:  # a link from another review (or a mistyped one)
+        return HTMLResponse(pages.error_page(403, f"this link's access token is unknown here — {pages.TOKEN_HINT}"),
+                            status_code=403)
     return pages.landing_page()
+
+
+def answer_pages_in_html(app: FastAPI) -> None:
+    """Errors of the pages a browser opens (`/queue`, `/item/3`, ... without a token, a question
+    that is not there) come as a small HTML page saying what to open; the JSON API (`/api/...`),
+    which the pages' script reads, keeps its JSON `{"detail": ...}`."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def page_error(request: Request, error: StarletteHTTPException) -> Response:
+        if request.url.path.startswith("/api/"):
+            return await http_exception_handler(request, error)
+        return HTMLResponse(pages.error_page(error.status_code, str(error.detail)), status_code=error.status_code,
+                            headers=getattr(error, "headers", None))

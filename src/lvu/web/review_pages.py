@@ -240,7 +240,24 @@ def stats_page(person: Person, fields: list[dict[str, Any]], counts: dict[str, i
     return page("agreement", body, person)
 
 
+TOKEN_HINT = "open the link `lvu review` printed for you (it carries the access token)"
+"""What a page opened without its token says (the server never shows whose links exist)."""
+
+
+def _hint_html() -> str:
+    text, _, rest = TOKEN_HINT.partition("`lvu review`")
+    return f"{e(text[:1].upper() + text[1:])}<code>lvu review</code>{e(rest)}."
+
+
 def landing_page() -> str:
-    body = ("<h1>lvu review</h1><p>Open the link <code>lvu review</code> printed for you: it carries your "
-            "rater token.</p>")
-    return layout("review", body, home=None)
+    """`/` without a known token: what to open instead."""
+    return layout("review", f"<h1>lvu review</h1><p>{_hint_html()}</p>", home=None)
+
+
+def error_page(status: int, detail: str) -> str:
+    """A page route's error as a page (a browser would show the API's JSON raw): what went wrong,
+    and for a missing or unknown token, what to open."""
+    said, hint = detail.replace(f" — {TOKEN_HINT}", ""), ""
+    if said != detail:  # the token's error names what to open: shown as a page's sentence
+        hint = f"<p>{_hint_html()}</p>"
+    return layout("review", f"<h1>lvu review: {status}</h1><p>{e(said)}</p>{hint}", home=None)
