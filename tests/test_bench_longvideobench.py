@@ -153,7 +153,7 @@ def test_bad_records_are_one_line_errors_and_data_check_names_every_problem(rele
     problems = b.check()
     joined = "\n".join(problems)
     assert "longvideobench val: 7 questions, the paper has 1337" in joined
-    assert f"ok: video {root / 'videos' / 'vidA.mp4'} not found — pass --video-dir" in problems
+    assert f"ok: video vidA.mp4 not found — tried {root / 'videos' / 'vidA.mp4'} — pass --video-dir DIR holding vidA.mp4" in problems
     assert f"odd: subtitle file {root / 'subtitles' / 'gone.json'} not found" in problems
     assert "odd: question_category 'XYZ' is not one of the 17 codes" in problems
     assert "odd: level 'L3' is not L1-Perception or L2-Relation" in problems

@@ -177,7 +177,8 @@ def test_bad_records_name_file_record_and_fix(tmp_path, video):
 def test_data_check_counts_against_the_paper(root, monkeypatch):
     (root / "MLVU" / "video" / "3_ego" / "ego_1.mp4").unlink()
     problems = Mlvu(data=str(root)).check()
-    assert any(p.startswith("ER_0: video ") and p.endswith("not found — pass --video-dir") for p in problems)
+    assert any(p.startswith("ER_0: video ego_1.mp4 not found — tried ") and p.endswith("pass --video-dir DIR holding ego_1.mp4")
+               for p in problems)
     assert "mlvu dev PQA: 2 questions, the paper has 539" in problems
     assert "mlvu dev: 10 usable questions in tasks TR,AR,VS,NQA,ER,PQA,SSC,AO,AC, the paper has 2593" in problems
     shutil.copy(root / "MLVU" / "video" / "4_count" / "count_1.mp4", root / "MLVU" / "video" / "3_ego" / "ego_1.mp4")

@@ -21,7 +21,8 @@ def test_one_failing_sample_never_kills_the_run(tmp_path):
     assert "RuntimeError: backend exploded" in errors["q001"]
     assert "HTTP 500" in errors["q002"]
     assert errors["bad0"] == "fake.jsonl:1: not JSON"
-    assert s.tables[0].rows[0][1] == 7  # failures count as wrong, as official scorers count them
+    assert s.tables[0].rows[0][1] == 6  # model failures count wrong, as official scorers count them; the bad
+    # record is a data error, left out of the score (lvu.runs.data_errors)
     stored = {r.sample_id: r for r in Store(tmp_path).results(s.run_id)}
     assert stored["q003"].correct is True and stored["q001"].error
 

@@ -62,7 +62,10 @@ def test_a_sample_that_fails_to_decode_skips_the_model_row(tmp_path, video_data,
     stats = engine.progress.stats
     assert (stats["decode"].done, stats["decode"].failed) == (7, 1)
     assert (stats["model"].done, stats["model"].expected) == (6, 6)  # the missing video never reached it
-    assert dict(summary.errors)["missing"].startswith(str(video_data.parent / "gone.mp4"))
+    error = dict(summary.errors)["missing"]  # a data error: names the video and every path tried
+    assert "video gone.mp4 not found" in error and str(video_data.parent / "gone.mp4") in error
+    stored = {r.sample_id: r for r in store.results(summary.run_id)}["missing"]
+    assert stored.data_error and not stored.counted
     store.close()
 
 

@@ -138,7 +138,7 @@ class Benchmark(ABC):
         unreadable records, repeated ids, answers out of range, missing videos and subtitle files,
         and question counts against `expected_counts` when the split is named there.
         Subclasses add their own (e.g. LVBench's 103 videos) by extending the list."""
-        samples, bad = self.load()
+        samples, bad = self.loaded()
         problems = [b.error for b in bad]
         seen: set[str] = set()
         for s in samples:
@@ -147,8 +147,8 @@ class Benchmark(ABC):
             seen.add(s.id)
             if isinstance(s.answer, int) and not 0 <= s.answer < len(s.options):
                 problems.append(f"{s.id}: answer index {s.answer} outside the {len(s.options)} options")
-            if not Path(s.video.path).exists():
-                problems.append(f"{s.id}: video {s.video.path} not found — pass --video-dir")
+            if (missing := self.missing_video(s)) is not None:
+                problems.append(missing)
             if s.subtitles is not None and not Path(s.subtitles.path).exists():
                 problems.append(f"{s.id}: subtitle file {s.subtitles.path} not found")
         split = self.settings.get("split")
@@ -156,6 +156,15 @@ class Benchmark(ABC):
         if expected is not None and len(samples) + len(bad) != expected:
             problems.append(f"{self.name} {split}: {len(samples) + len(bad)} questions, the paper has {expected}")
         return problems
+
+    def missing_video(self, sample: Sample) -> str | None:
+        """None when the sample's video file is there; else the one line a run stores as the
+        sample's data error (docs/runs.md) and `lvu data check` prints: the paths tried and the fix.
+        Loaders that look in several places (the JSONL format) override it to name them all."""
+        if Path(sample.video.path).exists():
+            return None
+        where = "under --video-dir" if self.settings.get("video_dir") else ""
+        return missing_video_line(sample.id, [(sample.video.path, where)])
 
     def read_predictions(self, path: Path) -> list[tuple[Sample, str]]:
         """(sample, raw response) pairs from a predictions file, for `lvu score`. Default: JSONL
@@ -188,6 +197,15 @@ class Benchmark(ABC):
         from lvu.scoring.choice import breakdowns_by_label
 
         return breakdowns_by_label(results)
+
+
+def missing_video_line(sample_id: str, tried: list[tuple[str, str]], name: str | None = None) -> str:
+    """'<id>: video <name> not found — tried <path> (<where>), ... — pass --video-dir DIR holding <name>'.
+    `tried`: (path, where it came from) pairs, the loader's first choice first; `name`: what the
+    data calls the video (default: the first path's file name)."""
+    paths = ", ".join(f"{p} ({why})" if why else p for p, why in tried)
+    name = name or (Path(tried[0][0]).name if tried else "?")
+    return f"{sample_id}: video {name} not found — tried {paths} — pass --video-dir DIR holding {name}"
 
 
 # ---- plugins written for the old `plan(sample, duration)` ------------------------------------------

@@ -29,11 +29,11 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from lvu.benchmarks.base import BadRecord, Benchmark, register_benchmark
+from lvu.benchmarks.base import BadRecord, Benchmark, missing_video_line, register_benchmark
 from lvu.benchmarks.loading import RecordError, Unparsed, collect_samples, iter_json_lines, read_text
 from lvu.errors import LvuError
 from lvu.media.sampling import Uniform
@@ -50,24 +50,34 @@ FORMAT_DOC = "see docs/jsonl-format.md"
 # ---- reading and writing ----------------------------------------------------------------------
 
 
-def read_samples(path: str | Path, *, video_dir: str | Path | None = None) -> tuple[list[Sample], list[BadRecord]]:
+def read_samples(path: str | Path, *, video_dir: str | Path | None = None,
+                 written: dict[str, str] | None = None) -> tuple[list[Sample], list[BadRecord]]:
     """Samples of a JSONL file, with relative media paths made absolute.
 
-    Relative video paths resolve against `video_dir` when given, else the file's directory;
-    relative subtitle paths against the file's directory. Blank lines are skipped. Each bad line
-    (not JSON, missing or ill-typed fields, answer out of range, repeated id) becomes a
-    BadRecord(id="file:line"). A missing or unreadable file raises DataError.
+    Video paths: a relative one resolves against `video_dir` when given, then the file's
+    directory; an absolute one is taken as written, then by its file name in `video_dir`. The
+    first place that holds the file wins (the first place when none does: the run then reports
+    the sample as a data error naming every place, `JsonlBenchmark.missing_video`). `written`, when
+    given, gets each chosen video path -> the path as the file gives it. Relative subtitle paths resolve against
+    the file's directory. Blank lines are skipped. Each bad line (not JSON, missing or ill-typed
+    fields, answer out of range, repeated id) becomes a BadRecord(id="file:line"). A missing or
+    unreadable file raises DataError.
     """
     path = Path(path)
     text = read_text(path, missing=f"pass the path of a .jsonl sample file ({FORMAT_DOC})",
                      unreadable="it must be a UTF-8 text file, one JSON object per line")
     base = path.parent
-    media_base = Path(video_dir) if video_dir is not None else base
-    resolved: dict[tuple[str, Path], str] = {}  # many samples share a video: resolve each path once
+    videos: dict[str, VideoLookup] = {}  # many samples share a video: look for each path once
+    resolved: dict[tuple[str, Path], str] = {}
 
     def to_sample(where: str, record: Any) -> Sample:
         sample = _record_sample(record, default_benchmark=path.stem)
-        sample.video.path = _resolve(sample.video.path, media_base, resolved)
+        raw = sample.video.path
+        if raw not in videos:
+            videos[raw] = find_video(raw, base, Path(video_dir) if video_dir is not None else None, path.name)
+            if written is not None:
+                written[videos[raw].path] = raw
+        sample.video.path = videos[raw].path
         if sample.subtitles is not None:
             sample.subtitles.path = _resolve(sample.subtitles.path, base, resolved)
         return sample
@@ -75,6 +85,30 @@ def read_samples(path: str | Path, *, video_dir: str | Path | None = None) -> tu
     return collect_samples(  # where = "<path>:<line>"
         iter_json_lines(text, path), to_sample,
         repeated=lambda sid, first: f"id {sid!r} repeats line {first.rpartition(':')[2]} — give every sample a unique id")
+
+
+class VideoLookup(NamedTuple):
+    """Where a JSONL record's video was looked for: the path as the record gives it, the one
+    chosen, and every (place, why) tried in order."""
+
+    written: str
+    path: str
+    tried: list[tuple[str, str]]
+
+
+def find_video(written: str, base: Path, video_dir: Path | None, file_name: str) -> VideoLookup:
+    """The places a record's video path can mean (read_samples' rule), the first that exists
+    chosen; with one place nothing is read from disk (the run fails the sample if it is absent)."""
+    p = Path(written).expanduser()
+    if p.is_absolute():
+        places = [(str(p), "as written")]
+        if video_dir is not None:
+            places.append((str((video_dir / p.name).resolve()), "--video-dir"))
+    else:
+        places = [(str((video_dir / p).resolve()), "--video-dir")] if video_dir is not None else []
+        places.append((str((base / p).resolve()), f"beside {file_name}"))
+    chosen = places[0][0] if len(places) == 1 else next((q for q, _ in places if Path(q).exists()), places[0][0])
+    return VideoLookup(written, chosen, places)
 
 
 def _record_sample(record: Any, *, default_benchmark: str) -> Sample:
@@ -185,7 +219,22 @@ class JsonlBenchmark(Benchmark):
         return path
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        return read_samples(self.data_path(), video_dir=self.settings.get("video_dir"))
+        self._written: dict[str, str] = {}  # video path -> as the file gives it (for missing_video)
+        return read_samples(self.data_path(), video_dir=self.settings.get("video_dir"), written=self._written)
+
+    def missing_video(self, sample: Sample) -> str | None:
+        """The missing-video line naming every place `read_samples` looked (--video-dir, beside the file)."""
+        if Path(sample.video.path).exists():
+            return None
+        if getattr(self, "_written", None) is None:  # e.g. a Ray decode task: its benchmark never loaded
+            self.loaded()
+        raw = self._written.get(sample.video.path)
+        if raw is None:
+            return super().missing_video(sample)
+        data, video_dir = self.data_path(), self.settings.get("video_dir")
+        found = find_video(raw, data.parent, Path(video_dir) if video_dir else None, data.name)
+        name = Path(raw).name if Path(raw).expanduser().is_absolute() else raw  # what --video-dir must hold
+        return missing_video_line(sample.id, found.tried, name=name)
 
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         return InputPlan(

@@ -383,7 +383,7 @@ class LongVideoBench(Benchmark):
         """Question-weighted accuracy in Table 7's layout: overall ("all"), the duration groups,
         the 17 categories (L1 then L2), then the two levels. Failed samples count as wrong."""
         counted = [r for r in results if r.counted]
-        if not counted and results:
+        if not counted and any(not r.data_error for r in results):  # data errors alone: no table to hide
             name = f"{self.settings['split']}: answers hidden — write a submission"
             return [Breakdown(title="overall", rows=[(name, 0, float("nan"))])]
         tables = {"duration_group": DURATIONS, "question_category": CATEGORIES, "level": LEVELS}

@@ -362,7 +362,7 @@ class Mlvu(Benchmark):
             rs = by_task.get(code, [])
             if task.generation:
                 judged = [r for r in rs if r.counted and r.score is not None and not math.isnan(r.score)]
-                failed = [r for r in rs if r.error]
+                failed = [r for r in rs if r.error and r.counted]  # a data error (counted False) is left out
                 vals = [int(r.score) if self.compat == "vlmevalkit" else r.score for r in judged]
                 vals += [0.0] * len(failed)
                 if rs:

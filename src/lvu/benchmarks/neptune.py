@@ -349,8 +349,10 @@ class Neptune(Benchmark):
         subset = self.settings["subset"]
         counted = [r for r in results if r.counted]
         if self.open_ended and not any(r.judge for r in counted):
-            failed = sum(1 for r in results if r.error)
-            name = f"{subset}: {len(results) - failed} responses stored, {failed} failed; not judged yet ({JUDGE_PENDING})"
+            failed = sum(1 for r in results if r.error and r.counted)
+            data = f", {n} data error(s) left out" if (n := sum(1 for r in results if r.data_error)) else ""
+            name = (f"{subset}: {sum(1 for r in results if not r.error)} responses stored, {failed} failed{data}; "
+                    f"not judged yet ({JUDGE_PENDING})")
             return [Breakdown(title="overall", rows=[(name, 0, _pct([]))])]
         value = {id(r): r.score if r.score is not None and not r.error else 0.0 for r in counted}
         rows, types = self._grouped(counted, lambda r: value[id(r)])
@@ -391,7 +393,7 @@ class Neptune(Benchmark):
         rows = [(key, len(v), _pct(v)) for key, v in sorted(by.items())]
         if pending := sum(1 for r in results if not r.counted and not r.error):
             rows.append(("not judged yet", pending, _pct([])))
-        if failed := sum(1 for r in results if r.error):
+        if failed := sum(1 for r in results if r.error and r.counted):  # data errors: left out
             rows.append(("failed (counted not equivalent)", failed, 0.0))
         return Breakdown(title="judge", rows=rows)
 
