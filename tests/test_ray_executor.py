@@ -63,10 +63,11 @@ def ray_instance(tmp_path_factory):
 
 
 def stored(results_dir: Path, run_id: str) -> dict[str, dict]:
-    """Every stored record of a run, without its latency (the one field timing decides)."""
+    """Every stored record of a run, without its latency (the one field timing decides) and its
+    traceback (its frames are the replica's, not the local engine's: compared on its own)."""
     store = Store(results_dir)
     try:
-        return {r.sample_id: r.model_dump(exclude={"latency"}) for r in store.results(run_id)}
+        return {r.sample_id: r.model_dump(exclude={"latency", "traceback"}) for r in store.results(run_id)}
     finally:
         store.close()
 
@@ -81,6 +82,8 @@ def test_fake_run_stores_exactly_what_the_local_engine_stores(tmp_path):
     assert (remote.n_total, remote.n_failed, remote.tables) == (local.n_total, local.n_failed, local.tables)
     assert sorted(remote.errors) == sorted(local.errors)
     assert "RuntimeError: backend exploded" in dict(remote.errors)["q001"]  # raised inside the replica
+    raised = Store(tmp_path / "ray").results(remote.run_id)[1].traceback  # kept, with the plugin's frames
+    assert "fakes.py" in raised and raised.endswith("RuntimeError: backend exploded") and remote.traced == ["q001"]
     info = Store(tmp_path / "ray").run(remote.run_id)
     assert info.status == "done" and info.env["executor"]["replicas"] == 2
     assert info.env["model"]["backend"] == "fake-follow"  # the identity the replicas' model reported

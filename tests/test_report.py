@@ -57,9 +57,9 @@ def test_html_report_has_official_tables_cis_plots_and_sample_links(reports):
         for r in run.results:  # every sample has its anchor, and the id links to it
             assert f"id='{run.run_id}-s-{r.sample_id}'" in html and f"href='#{run.run_id}-s-{r.sample_id}'" in html
         assert f"data-run='{run.run_id}' data-filter='read'" in html  # group names filter the samples
-    for title in ("Frame sweep: haystack × ocr-match", "Modality ablation", "Answer letters",
-                  "Accuracy vs referred-context depth"):
+    for title in ("Modality ablation", "Answer letters", "Accuracy vs referred-context depth"):
         assert title in html, title
+    assert re.search(r"Frame sweep: haystack\([^)]+\) × ocr-match", html)  # runs named by data and model
     images = re.findall(r"src='data:image/png;base64,([^']+)'", html)
     assert len(images) >= 6 and all(base64.b64decode(i).startswith(PNG) for i in images)
     assert html.count("<tr class=ok") == sum(1 for run in runs for r in run.results if r.correct)
@@ -135,7 +135,8 @@ def test_commands(hay, tmp_path):
     out = lvu("analyse", "letters", hay.by_frames[8], "--results-dir", res, "--bootstrap", "50")
     assert out.returncode == 0 and "answers outside the options" in out.stdout
     out = lvu("analyse", "clue-length", hay.by_frames[8], "--results-dir", res)
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "clue_length" in out.stderr
+    errors = [line for line in out.stderr.splitlines() if not line.startswith("results: ")]  # where it read
+    assert out.returncode == 2 and len(errors) == 1 and "clue_length" in errors[0]
     out = lvu("analyse", "nonsense", "--results-dir", res)
     assert out.returncode == 2 and "unknown analysis 'nonsense'" in out.stderr
     out = lvu("compare", hay.by_frames[8], "--paper", "--results-dir", res)

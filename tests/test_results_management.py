@@ -49,7 +49,7 @@ def one_run(results_dir: Path, n: int = 2, benchmark: str = "fake", **kw):
 def listed(results_dir: Path, *args: str) -> list[dict]:
     result = invoke("results", "list", "--json", "--results-dir", results_dir, *args)
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)  # stderr says why when no run matches
 
 
 # ---- delete ---------------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def test_list_and_show_json_for_scripts(tmp_path):
     summary = one_run(tmp_path, 4, model_args={"fail": ["q001"]})
     Store(tmp_path).add_tag(summary.run_id, "t")
     (row,) = listed(tmp_path)
-    assert set(row) == {"run_id", "benchmark", "model", "settings", "coverage", "errors", "score", "status",
-                        "tags", "created", "updated"}
+    assert set(row) == {"run_id", "benchmark", "data", "model", "backend", "settings", "coverage", "errors",
+                        "unreadable", "score", "no_answers", "status", "tags", "created", "updated"}
     assert row["coverage"] == {"n_ok": 3, "n_total": 4} and row["errors"] == 1 and row["tags"] == ["t"]
     assert row["score"] == {"value": 75.0, "row": "all", "n": 4}  # the failed sample counts wrong
     assert row["settings"]["n"] == 4 and row["status"] in ("done", "partial", "failed")

@@ -184,7 +184,7 @@ def test_a_stale_entry_is_recomputed_never_shown(tmp_path, monkeypatch):
 
     store = Store(r)  # a (forged) entry for the current samples and code is what the list shows...
     store.save_summary(ran.run_id, store.samples_version(ran.run_id), summaries.code_stamp(fakes.FakeBenchmark),
-                       json.dumps({"row": "all", "n": 2, "score": 0.0}), None)
+                       json.dumps({"row": "all", "n": 2, "score": 0.0}), None, 0)
     store.close()
     assert listed(r)[ran.run_id]["score"]["value"] == 0.0
     monkeypatch.setattr(summaries, "_lvu_stamp", lambda: "another lvu")  # ...until the code changes

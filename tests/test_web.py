@@ -24,6 +24,7 @@ from PIL import Image  # noqa: E402
 from lvu.media.testing import read_index  # noqa: E402
 from lvu.media.video import VideoReader  # noqa: E402
 from lvu.runs.engine import benchmark_of  # noqa: E402
+from lvu.runs.run_names import data_name, model_identity  # noqa: E402
 from lvu.runs.store import Store  # noqa: E402
 from lvu.types import LETTERS, RunSpec, SampleResult  # noqa: E402
 from lvu.web.app import create_app  # noqa: E402
@@ -108,7 +109,8 @@ def test_runs_page_shows_each_runs_stored_numbers(web, client):
     assert set(rows) == {r.run_id for r in runs} == {web.small, web.full}
     for r in runs:
         cells = rows[r.run_id]
-        assert cells[1:3] == [r.benchmark, r.model] and cells[4] == r.status
+        assert cells[1:3] == [data_name(r.spec), model_identity(r.spec)] and cells[4] == r.status
+        assert cells[1:3] == ["jsonl(web.jsonl)", "fake-follow"]  # the data file's name; a backend serving no model id
         assert (cells[5], int(cells[6])) == (f"{r.n_ok}/{r.n_total}", r.n_errors)  # coverage, as results list
         official = benchmark_of(r.spec).aggregate(stored(web.results_dir, r.run_id)[1])[0].rows[0]
         assert cells[7] == f"{official[2]:.1f}"  # the headline: the benchmark's overall row, failures counted
@@ -337,7 +339,7 @@ def test_no_path_escapes_the_stored_records(web, live):
         f"/media/{full}/s0/99999999999999999999.jpg",
         f"/media/{full}/s0/0.png",
         f"/media/{full}/s2/0.jpg",  # a failed sample has no frames
-        f"/media/000000000000/s0/0.jpg",
+        "/media/000000000000/s0/0.jpg",
         f"/media/{full}/s0/0.jpg%00.txt",
         f"/{results_dir.name}/link.jpg",
         f"/media/{full}/s0/0.jpg?path={secret}",  # query strings are not paths either

@@ -57,7 +57,7 @@ def test_runs_run_and_sample_pages_in_chromium(web, server, browser, tmp_path):
     info, results = stored(web.results_dir, web.full)
     body = browser.find_element(By.TAG_NAME, "body").text
     assert browser.find_element(By.ID, "run-id").text == web.full
-    assert "jsonl × fake-follow" in body and all(r.sample_id in body for r in results)
+    assert "jsonl(web.jsonl) × fake-follow" in body and all(r.sample_id in body for r in results)
     assert_not_blank(screenshot(browser, tmp_path, "run"))
 
     record = next(r for r in results if r.sample_id == "set/s3")

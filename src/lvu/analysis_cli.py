@@ -59,11 +59,20 @@ def print_summary(lines: list[tuple[str, str]]) -> None:
 
 
 def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], object]:
+    """The runs named (none: the latest) from the store `open_results` finds (read-only: creates nothing)."""
     from lvu.analysis.runs import load_runs
-    from lvu.runs.store import Store
+    from lvu.cli_common import open_results
 
-    store = Store(results_dir)
+    store = open_results(results_dir)
     return load_runs(store, refs), store
+
+
+def _note_empty_runs(data: list[RunData]) -> None:
+    """One line per run whose every sample failed: its tables hold 0s that are no answers, not wrong ones."""
+    for run in data:
+        if run.no_answers:
+            err_console.print(f"note: run {run.run_id} ({run.label}) has {run.no_answers}: its cells are not scores",
+                              markup=False, highlight=False)
 
 
 def report(
@@ -76,6 +85,7 @@ def report(
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Leave the matplotlib plots out.")] = False,
     viewer: Annotated[Optional[str], typer.Option(help="Base URL of `lvu view` (e.g. http://127.0.0.1:8000): samples link to its pages.")] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every stored run (e.g. a whole sweep) in one report.")] = False,
+    include_failed: Annotated[bool, typer.Option("--include-failed", help="Rank runs with no answers (every sample failed) in the summary table of several runs too; by default they are listed under it as left out.")] = False,
 ) -> None:
     """Report of one or more runs: official tables with bootstrap CIs, the paper's rows, analyses, samples.
 
@@ -92,7 +102,9 @@ def report(
         from lvu.analysis.runs import RunData
 
         data = [RunData(i, store.results(i.run_id)) for i in reversed(store.runs())]  # type: ignore[attr-defined]
-    built = build_report(data, n_boot=bootstrap, seed=seed, plots=not no_plots, viewer_url=viewer)
+    _note_empty_runs(data)
+    built = build_report(data, n_boot=bootstrap, seed=seed, plots=not no_plots, viewer_url=viewer,
+                         include_failed=include_failed)
     if out is None:
         name = "all-runs" if all_runs else data[0].run_id if len(data) == 1 else \
             "runs-" + "-".join(r.run_id[:6] for r in data[:4])
@@ -111,19 +123,37 @@ def compare(
     results_dir: ResultsDir = None,
     bootstrap: Bootstrap = 1000,
     seed: Seed = 0,
+    include_failed: Annotated[bool, typer.Option("--include-failed", help="Also compare runs where every sample failed (left out by default: they have no answers, and their 0 % is not a score).")] = False,
 ) -> None:
     """`compare RUN --paper`: the run's numbers beside the paper's rows, with errata.
-    `compare RUN_A RUN_B`: per-breakdown deltas B − A with a paired test on shared samples."""
-    from lvu.analysis.compare import compare_paper, compare_runs
+    `compare RUN_A RUN_B`: per-breakdown deltas B − A with a paired test on shared samples.
+    A run where every sample failed is left out, with a one-line note, unless --include-failed."""
+    from lvu.analysis.compare import answered_runs, compare_paper, compare_runs
+    from lvu.analysis.runs import RunData
+    from lvu.runs.run_names import no_answers
 
-    if not runs and not paper:  # the two latest runs: A = the older, B = the newer
-        from lvu.runs.store import Store
+    if not runs and not paper:  # the two latest runs with answers: A = the older, B = the newer
+        from lvu.cli_common import open_results
 
-        latest = Store(results_dir).runs()[:2]
+        store = open_results(results_dir)
+        latest, empty = [], []
+        for info in store.runs():
+            if len(latest) == 2:
+                break
+            (empty if not include_failed and no_answers(info.n_ok, info.n_errors) else latest).append(info)
+        if empty:
+            err_console.print(f"left out, no answers to compare: {', '.join(r.run_id for r in empty)} (every "
+                              "sample failed; --include-failed keeps them)", markup=False, highlight=False)
         if len(latest) < 2:
             raise LvuError("compare needs two runs (RUN_A RUN_B), or one run with --paper")
-        runs = [latest[1].run_id, latest[0].run_id]
-    data, _ = _load(runs, results_dir)
+        data = [RunData(info, store.results(info.run_id)) for info in (latest[1], latest[0])]
+    else:
+        data, _ = _load(runs, results_dir)
+        data, note = answered_runs(data, include_failed=include_failed)
+        if note and len(data) < (1 if paper else 2):
+            raise LvuError(f"nothing to compare: {note}")
+        if note:
+            err_console.print(note, markup=False, highlight=False)
     if paper:
         if len(data) != 1:
             raise LvuError("--paper compares one run with the paper — pass one RUN")
@@ -178,6 +208,7 @@ def analyse(
         raise LvuError(f"{given} applies to `lvu analyse leak` only — {name} analyses stored runs")
     bootstrap = 1000 if bootstrap is None else bootstrap
     data, store = _load(runs, results_dir)
+    _note_empty_runs(data)
     if name == "niah":  # any number of needle runs; several frame counts give the frames x depth x length grid
         return _niah(data, store, plot, bootstrap, seed)
     if name == "blind":  # any number of blind-probe runs, one column each

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -50,7 +51,8 @@ from lvu.build_cli import build_app  # noqa: E402  (typer + rich only)
 app.add_typer(build_app, name="build")
 from lvu.review_cli import review_app  # noqa: E402  (typer + rich only)
 app.add_typer(review_app, name="review")
-from lvu.data_cli import data_stats as _data_stats_command  # noqa: E402  (typer + rich only)
+from lvu.data_cli import data_check as _data_check_command, data_stats as _data_stats_command  # noqa: E402
+data_app.command("check")(_data_check_command)
 data_app.command("stats")(_data_stats_command)
 from lvu.cli_common import (  # noqa: E402  (shared by the command modules; imported here by name too)
     KV_HELP,
@@ -63,7 +65,7 @@ from lvu.cli_common import (  # noqa: E402  (shared by the command modules; impo
     parse_kv,
     print_tables,
 )
-from lvu.console_output import failure_line, fold_cells, hide_flag_types  # noqa: E402
+from lvu.console_output import fold_cells, hide_flag_types  # noqa: E402
 
 hide_flag_types()
 
@@ -98,6 +100,7 @@ def run(
     llm_extract: Annotated[bool, typer.Option("--llm-extract", help="Ask the judge to map replies without an option to one (off in official mode).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Run spec YAML: benchmarks × models × settings (then only --limit, --results-dir, --fresh, --no-report, --no-cache, --tag apply).")] = None,
     tag: Annotated[list[str], typer.Option("--tag", help="Tag stored with the run (repeatable; `lvu results list --tag NAME`).")] = [],
+    debug: Annotated[bool, typer.Option("--debug", help="Print the Python traceback of the first sample that failed with an exception (a plugin's bug, say); without it, its failure line says `lvu results show RUN --trace ID`.")] = False,
 ) -> None:
     """Evaluate MODEL on BENCHMARK. With no arguments: ocr-match on the built-in haystack (offline).
 
@@ -112,7 +115,7 @@ def run(
         from lvu.run_cli import run_spec_file
 
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
-                      overrides={"limit": limit} if limit is not None else {}, tags=tags)
+                      overrides={"limit": limit} if limit is not None else {}, tags=tags, debug=debug)
 
     settings = {"frames": frames_setting(frames), "subtitles": subtitles, "audio": audio, "resize": resize,
                 "compat": compat, "data": str(data) if data else None,
@@ -129,7 +132,7 @@ def run(
         run_benchmarks(benchmarks, model, settings={k: v for k, v in settings.items() if v is not None},
                        model_args=parse_kv(model_arg, "--model-arg"),
                        options={k: v for k, v in options.items() if v is not None}, results_dir=results_dir,
-                       fresh=fresh, report=not no_report, frame_cache=not no_cache, tags=tags)
+                       fresh=fresh, report=not no_report, frame_cache=not no_cache, tags=tags, debug=debug)
     if not benchmarks:
         raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
     benchmark = benchmarks[0]  # type: ignore[assignment]  (one benchmark: the run's own tables and next steps)
@@ -145,39 +148,10 @@ def run(
         from lvu.runs.sweep import add_tags
 
         add_tags(results_dir, summary.run_id, tags)
-    print_tables(summary.tables, f"{benchmark} × {model}")
-    from rich.markup import escape
+    from lvu.run_cli import print_run_end
 
-    from lvu.runs.headline import headline_of_tables
-
-    reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
-    scope = f"{summary.n_total} of {summary.n_benchmark} samples (--limit {limit})" if summary.limited \
-        else f"{summary.n_total} samples"
-    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))  # as `lvu results list`
-    console.print(f"run [bold]{summary.run_id}[/]: {scope}{reused}, {summary.n_failed} failed"
-                  + (f" · {escape(top.describe())}" if top else ""))
-    for sample_id, error in summary.errors[:10]:
-        err_console.print(failure_line(sample_id, error), markup=False, highlight=False)
-    if len(summary.errors) > 10:
-        err_console.print(f"... and {len(summary.errors) - 10} more (lvu results show {summary.run_id})")
-    if summary.report_path:  # a --limit run's report covers its samples only, beside the full one
-        what = f"report (these {summary.n_total} samples)" if summary.limited else "report"
-        console.print(f"{what}: {summary.report_path}")
-    print_next_steps(summary.run_id, summary.report_path, results_dir)
+    print_run_end(summary, f"{benchmark} × {model}", limit=limit, results_dir=results_dir, debug=debug)
     raise typer.Exit(1 if summary.n_failed else 0)
-
-
-def print_next_steps(run_id: str, report_path: Path | None, results_dir: Path | None) -> None:
-    """Where to look after a run: the viewer, the run's tables and failures, the report."""
-    where = f" --results-dir {results_dir}" if results_dir is not None else ""
-    steps = [(f"lvu view{where}", "browse every sample: frames, prompt, response, score"),
-             (f"lvu results show {run_id}{where}", "this run's spec, tables and failed samples")]
-    if report_path:
-        steps.append((str(report_path), "the report, for any browser: tables with intervals, plots, samples"))
-    width = max(len(command) for command, _ in steps)
-    console.print("next:", markup=False, highlight=False)
-    for command, why in steps:
-        console.print(f"  {command.ljust(width)}  # {why}", markup=False, highlight=False)
 
 
 @app.command("list")
@@ -201,26 +175,6 @@ def list_parts() -> None:
                 doc = [f"(cannot load: {e})"]
             table.add_row(name, doc[0] if doc else "", style="red" if doc and doc[0].startswith("(cannot load") else None)
         console.print(fold_cells(table))
-
-
-@data_app.command("check")
-def data_check(
-    benchmark: Annotated[str, typer.Argument(help="Benchmark name.")],
-    root: Annotated[Optional[Path], typer.Option("--root", "--data", help="Release files (official layout).")] = None,
-    video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the videos.")] = None,
-    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. split=val).")] = [],
-) -> None:
-    """Validate a benchmark's release files: counts against the paper, ids, answers, media present."""
-    from lvu.runs.grading import make_benchmark
-
-    settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
-                **parse_kv(setting, "--set")}
-    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
-    problems = bench.check()
-    for p in problems:
-        console.print(p, markup=False, highlight=False)
-    console.print(f"{benchmark}: {len(problems)} problem(s)" if problems else f"{benchmark}: OK")
-    raise typer.Exit(1 if problems else 0)
 
 
 @app.command()
@@ -422,10 +376,13 @@ def main() -> None:
     like Ctrl-C (a run's pipeline handles both itself: lvu.runs.stage_runner) and exits 143."""
     import signal
 
+    from lvu.runs import stage_runner
+
     try:
         previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
     except ValueError:  # not the main thread: signals are not ours to handle
         previous = None
+    bound, stage_runner.exit_bound = stage_runner.exit_bound, stage_runner.EXIT_MARGIN  # Ctrl-C bounds the exit
     try:
         app()  # standalone mode: click prints usage errors and handles --help and exit codes
     except LvuError as e:
@@ -434,10 +391,10 @@ def main() -> None:
     except KeyboardInterrupt as e:  # RunInterrupted says how many samples are stored
         err_console.print(str(e) or "interrupted — completed samples are stored; run the same command again to resume",
                           markup=False, highlight=False)
-        sys.exit(_interrupted_exit_code())
+        _exit_stopped(_interrupted_exit_code())
     except SystemExit as e:
         if e.code == 130:  # typer's exit after a KeyboardInterrupt: 143 when SIGTERM stopped it
-            sys.exit(_interrupted_exit_code())
+            _exit_stopped(_interrupted_exit_code())
         raise
     except Exception as e:
         full = disk_full(e)
@@ -447,8 +404,21 @@ def main() -> None:
                           "completed is kept and a build or run resumes from it", markup=False, highlight=False)
         sys.exit(1)
     finally:
+        stage_runner.exit_bound = bound
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_stopped(code: int) -> None:
+    """Exit after a stop signal: at once when a runner stopped (what it committed is stored and the
+    last line printed; the interpreter would otherwise wait for threads still decoding a video)."""
+    from lvu.runs import stage_runner
+
+    if stage_runner.last_stop_signal is None:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def disk_full(error: BaseException) -> str | None:

@@ -1,5 +1,6 @@
 """What every command module shares: the two consoles (one output style), the --results-dir
-option, KEY=VALUE parsing, the --limit and --tag checks, and the tables of a run's scores.
+option and opening the runs it names (`open_results`), KEY=VALUE parsing, the --limit and --tag
+checks, and the tables of a run's scores.
 
 cli.py registers the commands; the command modules (run_cli.py, results_cli.py, judge_cli.py,
 analysis_cli.py, import_cli.py, web/serve.py's `view`) import these from here, never from cli.py,
@@ -12,21 +13,37 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 
 from lvu.console_output import fold_cells, make_console
 from lvu.errors import LvuError
+# The rule for where runs are, in words: every command's --results-dir help says it (re-exported).
+from lvu.runs.location import RESULTS_DIR_HELP as RESULTS_DIR_HELP
+from lvu.runs.location import RESULTS_DIR_RULE as RESULTS_DIR_RULE
+
+if TYPE_CHECKING:
+    from lvu.runs.store import Store
 
 console = make_console()
 err_console = make_console(stderr=True)
 
-ResultsDir = Annotated[
-    Optional[Path],
-    typer.Option("--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results)."),
-]
+ResultsDir = Annotated[Optional[Path], typer.Option("--results-dir", help=RESULTS_DIR_HELP)]
+
+
+def open_results(results_dir: Path | None, *, read_only: bool = True, quiet: bool = False) -> Store:
+    """The store of runs for a command that needs runs already stored (every read command, and
+    `results tag/delete`, `judge score`): found by `results_location`, its place printed to stderr
+    in one line (`quiet`: not, e.g. beside --json), and a one-line LvuError saying where lvu
+    looked when there is none there — creating nothing."""
+    from lvu.runs.store import Store, existing_results, location_line
+
+    directory, why = existing_results(results_dir)
+    if not quiet:
+        err_console.print(location_line(directory, why), markup=False, highlight=False)
+    return Store(directory, read_only=read_only)
 
 
 _KV_PIECE = re.compile(r"[A-Za-z_][\w.]*=")

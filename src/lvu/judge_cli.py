@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from lvu.cli_common import RESULTS_DIR_HELP, RESULTS_DIR_RULE
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -31,7 +32,7 @@ Threshold = Annotated[Optional[float], typer.Option("--threshold", help="Equival
 ThresholdFile = Annotated[Optional[Path], typer.Option("--threshold-file", help="A calibration JSON (lvu judge calibrate --out) to take the threshold from.")]
 Concurrency = Annotated[int, typer.Option(help="Judge calls in flight at once.")]
 Dev = Annotated[Path, typer.Option("--dev", help="Labelled dev set: JSONL rows of question, reference, candidate, label (0/1) or score (0-1).")]
-ResultsDir = Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs and the judgements of dev rows are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")]
+ResultsDir = Annotated[Optional[Path], typer.Option("--results-dir", help=f"Where runs and the judgements of dev rows are stored ({RESULTS_DIR_RULE}).")]
 DevFresh = Annotated[bool, typer.Option("--fresh", help="Ask the judge again for every dev row (none is taken from the ledger or a response cache).")]
 
 
@@ -92,21 +93,20 @@ def score_run(
     concurrency: Concurrency = 8,
     threshold: Threshold = None,
     threshold_file: ThresholdFile = None,
-    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")] = None,
+    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help=RESULTS_DIR_HELP)] = None,
 ) -> None:
     """Judge a stored run's samples that need a judge, post hoc.
 
     Open-ended and generation samples (and, with --llm-extract, multiple-choice replies without an
     option) are judged and their records updated. Resumable: samples already judged by the same
     judge (model and threshold) are skipped unless --fresh."""
-    from lvu.cli_common import console, err_console, print_tables
+    from lvu.cli_common import console, err_console, open_results, print_tables
     from lvu.runs.grading import benchmark_of
     from lvu.runs.identity import require_same_data
     from lvu.runs.judging import judge_stored
-    from lvu.runs.store import Store
 
     judge_obj = _make_judge(judge, judge_arg, threshold, threshold_file)
-    store = Store(results_dir)
+    store = open_results(results_dir, read_only=False)  # judges a stored run: creates no store
     try:
         info = store.run(run_id)
         bench = benchmark_of(info.spec)

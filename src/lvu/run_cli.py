@@ -1,4 +1,5 @@
-"""`lvu run -c spec.yaml` and `lvu sweep`: many runs, one summary table. Registered in lvu/cli.py.
+"""`lvu run -c spec.yaml` and `lvu sweep`: many runs, one summary table; and what `lvu run` prints
+after one run (`print_run_end`). Registered in lvu/cli.py.
 
 Imports stay light (typer, rich): `lvu --help` must not load pydantic models, yaml or the engine.
 """
@@ -6,14 +7,15 @@ Imports stay light (typer, rich): `lvu --help` must not load pydantic models, ya
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from lvu.cli_common import check_limit, check_tags, console, err_console, parse_kv
-from lvu.console_output import add_id_column, fold_cells
+from lvu.cli_common import check_limit, check_tags, console, err_console, parse_kv, print_tables
+from lvu.console_output import add_id_column, fold_cells, failure_line
 
 
 def _label(value: Any) -> str:
@@ -62,23 +64,119 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
             table.add_row(*row, "", "", *([""] * len(score_names)), f"[red]error: {o.error}[/]")
             continue
         scores = dict(headline(o.summary))
-        table.add_row(*row, str(o.summary.n_total), str(o.summary.n_failed),
-                      *(_pct(scores.get(n)) for n in score_names), o.summary.run_id)
+        cells = [_pct(scores.get(n)) for n in score_names]
+        if o.summary.no_answers and cells:  # every sample failed: no score, not 0.0
+            cells = ["no answers", *([""] * (len(cells) - 1))]
+        table.add_row(*row, str(o.summary.n_total), str(o.summary.n_failed), *cells, o.summary.run_id)
     return fold_cells(table)
 
 
-def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None) -> None:
+def _finish(outcomes: list[Any], title: str, axes: list[str] | None = None, *, results_dir: Path | None = None,
+            debug: bool = False) -> None:
+    """The runs' table, the runs that could not run, what the runs' samples say beyond their
+    scores (tracebacks, unreadable replies: as after one run), and where the results are."""
     console.print(outcomes_table(outcomes, title, axes))
     for o in outcomes:
         if o.error:
             err_console.print(f"failed: {o.planned.benchmark} × {o.planned.model}: {o.error}", markup=False,
                               highlight=False)
+    summaries = [o.summary for o in outcomes if o.summary is not None]
+    printed_trace = False
+    for summary in summaries:
+        if summary.traced and debug and not printed_trace:
+            _print_traceback(summary)
+            printed_trace = True
+        elif summary.traced:
+            say(f"run {summary.run_id}: {len(summary.traced)} failed sample(s) kept a traceback — "
+                f"{_trace_command(summary.run_id, summary.traced[0], results_dir)}")
+        if summary.unreadable_note:
+            say(f"warning: run {summary.run_id}: {summary.unreadable_note}")
+    _print_location(results_dir)
     bad = any(o.error or (o.summary and o.summary.n_failed) for o in outcomes)
     raise typer.Exit(1 if bad else 0)
 
 
+def say(text: str) -> None:
+    """A note on stderr, printed as written (no rich markup)."""
+    err_console.print(text, markup=False, highlight=False)
+
+
+def _print_location(results_dir: Path | None) -> None:
+    """`results: DIR (why there)`: the one rule of lvu.runs.store.results_location, after the run
+    (so a first run says where it created the folder)."""
+    from lvu.runs.store import location_line, results_location
+
+    console.print(location_line(*results_location(results_dir)), markup=False, highlight=False)
+
+
+def _where(results_dir: Path | None) -> str:
+    return f" --results-dir {shlex.quote(str(results_dir))}" if results_dir is not None else ""
+
+
+def _trace_command(run_id: str, sample_id: str, results_dir: Path | None) -> str:
+    return f"lvu results show {run_id}{_where(results_dir)} --trace {shlex.quote(sample_id)}"
+
+
+def _print_traceback(summary: Any) -> None:
+    """`--debug`: the first failed sample's traceback, once."""
+    others = f" (the first of {len(summary.traced)} with one)" if len(summary.traced) > 1 else ""
+    say(f"traceback of {summary.traced[0]}, run {summary.run_id}{others}:")
+    say(summary.first_traceback or "")
+
+
+def print_run_end(summary: Any, title: str, *, limit: int | None, results_dir: Path | None, debug: bool) -> None:
+    """What `lvu run` prints after one run (a lvu.runs.engine.RunSummary): its tables — none when
+    every sample failed —, the end line with its headline score or "no answers (8 of 8 failed)",
+    the failed samples (with `--debug` the first one's traceback, else where to read it), a
+    warning when replies held no readable answer, the report, where results are, what to do next."""
+    from rich.markup import escape
+
+    from lvu.runs.headline import headline_of_tables
+
+    if summary.no_answers is None:  # all failed: the tables would read as a model that answered 0 %
+        print_tables(summary.tables, title)
+    reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
+    scope = f"{summary.n_total} of {summary.n_benchmark} samples (--limit {limit})" if summary.limited \
+        else f"{summary.n_total} samples"
+    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))  # as `lvu results list`
+    verdict = summary.no_answers or (top.describe() if top else None)
+    console.print(f"run [bold]{summary.run_id}[/]: {scope}{reused}, {summary.n_failed} failed"
+                  + (f" · {escape(verdict)}" if verdict else ""))
+    traced = set(summary.traced)
+    for sample_id, error in summary.errors[:10]:
+        hint = f" (traceback: {_trace_command(summary.run_id, sample_id, results_dir)})" \
+            if sample_id in traced and not debug else ""
+        say(failure_line(sample_id, error) + hint)
+    if len(summary.errors) > 10:
+        say(f"... and {len(summary.errors) - 10} more (lvu results show {summary.run_id}{_where(results_dir)})")
+    if summary.data_error_note:
+        say(summary.data_error_note)
+    if debug and summary.traced:
+        _print_traceback(summary)
+    if summary.unreadable_note:
+        say(f"warning: {summary.unreadable_note}")
+    if summary.report_path:  # a --limit run's report covers its samples only, beside the full one
+        what = f"report (these {summary.n_total} samples)" if summary.limited else "report"
+        console.print(f"{what}: {summary.report_path}")
+    _print_location(results_dir)
+    print_next_steps(summary.run_id, summary.report_path, results_dir)
+
+
+def print_next_steps(run_id: str, report_path: Path | None, results_dir: Path | None) -> None:
+    """Where to look after a run: the viewer, the run's tables and failures, the report."""
+    where = _where(results_dir)
+    steps = [(f"lvu view{where}", "browse every sample: frames, prompt, response, score"),
+             (f"lvu results show {run_id}{where}", "this run's spec, tables and failed samples")]
+    if report_path:
+        steps.append((str(report_path), "the report, for any browser: tables with intervals, plots, samples"))
+    width = max(len(command) for command, _ in steps)
+    console.print("next:", markup=False, highlight=False)
+    for command, why in steps:
+        console.print(f"  {command.ljust(width)}  # {why}", markup=False, highlight=False)
+
+
 def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report: bool, frame_cache: bool,
-                  overrides: dict[str, Any], tags: list[str] | None = None) -> None:
+                  overrides: dict[str, Any], tags: list[str] | None = None, debug: bool = False) -> None:
     """`lvu run -c spec.yaml`: every combination in order, then one summary table."""
     from lvu.api import run_planned
     from lvu.runs import spec_file
@@ -87,14 +185,16 @@ def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report
     spec = spec_file.load(config)
     planned = spec_file.expand(spec, str(config))
     console.print(f"{config}: {len(planned)} run(s)")
-    outcomes = run_planned(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=report,
+    where = results_dir or spec.results_dir
+    outcomes = run_planned(planned, results_dir=where, fresh=fresh, report=report,
                            frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides, tags=tags)
-    _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None)
+    _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None,
+            results_dir=Path(where) if where else None, debug=debug)
 
 
 def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any], model_args: dict[str, Any],
                    options: dict[str, Any], results_dir: Path | None, fresh: bool, report: bool,
-                   frame_cache: bool, tags: list[str]) -> None:
+                   frame_cache: bool, tags: list[str], debug: bool = False) -> None:
     """`lvu run -b videomme,mlvu`: one run per benchmark, in turn, as `lvu run -c` runs a spec's
     benchmarks; every benchmark's settings are checked before the first run starts."""
     from lvu.api import run_planned
@@ -107,7 +207,7 @@ def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any
     console.print(f"{len(planned)} run(s): {', '.join(benchmarks)} × {model}")
     outcomes = run_planned(planned, results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
                            tags=tags)
-    _finish(outcomes, f"{', '.join(benchmarks)} × {model}")
+    _finish(outcomes, f"{', '.join(benchmarks)} × {model}", results_dir=results_dir, debug=debug)
 
 
 def _values(text: str | None) -> list[Any] | None:
@@ -184,6 +284,8 @@ def sweep(
     from lvu.runs.sweep import name_of
 
     console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
-    outcomes = run_planned(planned, results_dir=results_dir or spec.results_dir, fresh=fresh, report=not no_report,
+    where = results_dir or spec.results_dir
+    outcomes = run_planned(planned, results_dir=where, fresh=fresh, report=not no_report,
                            sweep=spec.sweep, overrides=overrides, tags=tags)
-    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)))
+    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)),
+            results_dir=Path(where) if where else None)

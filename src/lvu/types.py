@@ -220,6 +220,10 @@ class Response(BaseModel):
     unreachable: bool = False
     """The call never got an answer from the endpoint: connection refused, dropped or not opened
     (after the backend's retries). A run stops early when many such failures come in a row."""
+    permanent: bool = False
+    """The endpoint answered with an error that asking again cannot change (the backend does not
+    retry it: an HTTP 4xx such as 404 no such route or model, 400 bad request, 401 bad key). A run
+    whose first calls all fail with the same such error stops early (lvu.runs.pipeline)."""
 
 
 class Prediction(BaseModel):

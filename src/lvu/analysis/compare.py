@@ -145,9 +145,24 @@ def compare_paper(run: RunData, *, model: str | None = None, table: str | None =
 
 
 def _describe(run: RunData) -> str:
+    from lvu.runs.run_names import model_identity
+
     s = run.spec.settings
     bits = [f"{k}={s[k]}" for k in ("split", "subset", "frames", "subtitles", "compat") if s.get(k) is not None]
-    return ", ".join([run.spec.model, *bits])
+    return ", ".join([model_identity(run.spec), *bits])
+
+
+def answered_runs(runs: list[RunData], *, include_failed: bool = False) -> tuple[list[RunData], str | None]:
+    """(the runs to compare, a one-line note naming those left out): a run whose every sample failed
+    has no answers to compare — its 0 % would count as a model answering everything wrong — so it
+    is left out unless `include_failed`."""
+    if include_failed:
+        return runs, None
+    empty = [(r, r.no_answers) for r in runs if r.no_answers]
+    if not empty:
+        return runs, None
+    named = "; ".join(f"{r.run_id} ({r.label}): {why}" for r, why in empty)
+    return [r for r in runs if not r.no_answers], f"left out, no answers to compare — {named} (--include-failed keeps them)"
 
 
 def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,

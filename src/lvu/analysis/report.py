@@ -4,9 +4,11 @@ beside them, every analysis that applies (with plots), and each sample's details
 `build_report(runs)` makes a Report (sections of tables, figures and findings: document.py);
 render.py writes it as self-contained HTML (plots embedded as PNG) or Markdown (plots as PNG files
 beside it).
-Several runs in one report add the cross-run analyses they make possible: frame sweeps (curve
-and single-frame bias), modality ablations, Video-MME's Table 4 with and without subtitles (and
-deltas), Neptune's MCQ + open-ended Table 3 row. `write_report` is what `lvu run` calls (lvu.api).
+Several runs in one report start with one summary table across them (`runs_summary`: each run's
+model identity, data, samples, failures, headline and unreadable replies, ranked within each data),
+then the cross-run analyses they make possible: frame sweeps (curve and single-frame bias), modality
+ablations, Video-MME's Table 4 with and without subtitles (and deltas), Neptune's MCQ + open-ended
+Table 3 row. `write_report` is what `lvu run` calls (lvu.api).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_tables
 from lvu.analysis.table import Analysis, Table
 from lvu.benchmarks.base import Breakdown
 from lvu.errors import LvuError
-from lvu.runs.headline import headline_of_tables
+from lvu.runs.headline import Headline, describe_run, headline_of_tables
+from lvu.runs.run_names import data_name, model_identity, unreadable, unreadable_note
 from lvu.runs.store import RunInfo
 from lvu.types import SampleResult
 
@@ -83,11 +86,13 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
     info, anchor = run.info, f"run-{run.run_id}"
     when = dt.datetime.fromtimestamp(info.updated).isoformat(timespec="seconds")
     n_err = sum(1 for r in run.results if r.error)
-    top = headline_of_tables(run.tables, run.spec.settings.get("subset"))  # as lvu results list shows it
+    headline = headline_text(run)  # as lvu results list shows it
     head = Section(run.label, anchor, 2, text=[
         f"run {run.run_id} · {when} · {len(run.results)} samples · {n_err} errors · status {info.status}"
-        + (f" · {top.describe()}" if top else ""),
+        + (f" · {headline}" if headline else ""),
         f"settings: {_settings(run)}"])
+    if note := unreadable_note(run.results):
+        head.text.append(note)
     cis = bootstrap_tables(run.results, run.aggregate, n_boot=n_boot, seed=seed, by_label=run.aggregates_by_label)
     head.tables = [breakdown_table(t, cis, run.run_id) for t in run.tables]
     head.text.append(f"Scores in the benchmark's official layout; brackets: {n_boot}-resample percentile bootstrap "
@@ -122,6 +127,51 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
     if run.notes:
         head.text.extend(dict.fromkeys(run.notes))
     return out
+
+
+def _headline(run: RunData) -> Headline | None:
+    return headline_of_tables(run.tables, run.spec.settings.get("subset"))
+
+
+def headline_text(run: RunData) -> str:
+    """'score 62.5 % (all, n=8)', or 'no answers (8 of 8 failed)' when every stored sample failed
+    (its 0.0 would read as a model that answered everything wrong); '' before anything is scored."""
+    n_err = sum(1 for r in run.results if r.error)
+    return describe_run(_headline(run), len(run.results) - n_err, n_err) or ""
+
+
+def runs_summary(runs: list[RunData], *, include_failed: bool = False) -> Section:
+    """The table a report of several runs starts with: one row per run (model identity, data,
+    samples stored without error / the benchmark's, failed, headline, unreadable replies), ranked
+    by headline within each data (runs on different data are not ranked against each other). Runs
+    with no answers are left out and listed under the table, unless `include_failed`."""
+    groups: dict[str, list[RunData]] = {}
+    left_out = []
+    for run in runs:
+        if (none := run.no_answers) and not include_failed:
+            left_out.append(f"left out: {run.run_id} ({model_identity(run.spec)} on {data_name(run.spec)}): {none}")
+            continue
+        groups.setdefault(data_name(run.spec), []).append(run)
+
+    def rank_key(run: RunData) -> float:
+        top = _headline(run)
+        return -top.value if top and top.value is not None and not run.no_answers else math.inf
+
+    rows = []
+    for members in groups.values():
+        ranked = sorted(members, key=rank_key)  # stable: ties keep the order the runs were given
+        keys = [rank_key(run) for run in ranked]
+        for run, key in zip(ranked, keys):
+            n_err = sum(1 for r in run.results if r.error)
+            n_ok = len(run.results) - n_err
+            samples = f"{n_ok}/{run.info.n_total}" if run.info.n_total is not None else str(n_ok)
+            rank = str(1 + keys.index(key)) if key < math.inf else "–"  # equal headlines share a rank: 1, 1, 3
+            rows.append([rank, run.run_id, model_identity(run.spec),
+                         data_name(run.spec), samples, n_err, headline_text(run), len(unreadable(run.results))])
+    notes = ["rank: by headline within each data; samples: stored without error / the benchmark's; "
+             "unreadable: replies that held no readable answer"] + left_out
+    table = Table("", ["rank", "run", "model", "data", "samples", "failed", "headline", "unreadable"], rows, notes)
+    return Section(f"{len(runs)} runs at a glance", "runs-summary", 2, tables=[table])
 
 
 def _settings(run: RunData) -> str:
@@ -198,16 +248,21 @@ def neptune_table3(runs: list[RunData]) -> list[Section]:
 
 
 def build_report(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, plots: bool = True,
-                 viewer_url: str | None = None) -> Report:
-    """The report of one or more stored runs."""
+                 viewer_url: str | None = None, include_failed: bool = False) -> Report:
+    """The report of one or more stored runs; several start with `runs_summary` (runs with no
+    answers left out of its ranking unless `include_failed`)."""
     if not runs:
         raise LvuError("no runs to report on — pass run ids (lvu results list) or run one first")
     notes: list[str] = []
     figs = _Figures(plots, notes)
-    sections = cross_run_sections(runs, figs, n_boot=n_boot, seed=seed) if len(runs) > 1 else []
+    sections: list[Section] = []
+    if len(runs) > 1:
+        sections = [runs_summary(runs, include_failed=include_failed),
+                    *cross_run_sections(runs, figs, n_boot=n_boot, seed=seed)]
     for run in runs:
         sections += run_sections(run, figs, n_boot=n_boot, seed=seed)
-    title = f"lvu report: {runs[0].info.benchmark} × {runs[0].info.model}" if len(runs) == 1 else \
+    first = runs[0].spec
+    title = f"lvu report: {data_name(first)} × {model_identity(first)}" if len(runs) == 1 else \
         f"lvu report: {len(runs)} runs"
     return Report(title, sections, notes, viewer_url=viewer_url)
 

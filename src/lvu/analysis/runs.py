@@ -111,13 +111,24 @@ class RunData:
 
     @property
     def label(self) -> str:
-        """A short human name: model, its main args, and the settings that vary most often."""
-        args = self.spec.model_args
-        name = str(args.get("model") or args.get("base.model") or args.get("base") or "")
-        model = f"{self.spec.model}({name})" if name else self.spec.model
+        """A short human name: the data and model as every listing names them
+        (lvu.runs.run_names: 'jsonl(q.jsonl) × openai(fake-smart)'), and the settings that vary
+        most often."""
+        from lvu.runs.run_names import data_name, model_identity
+
         bits = [f"{k}={v}" for k, v in self.spec.settings.items()
                 if k in ("frames", "subtitles", "audio", "compat", "split", "subset") and v is not None]
-        return f"{self.spec.benchmark} × {model} [{', '.join(bits)}]" if bits else f"{self.spec.benchmark} × {model}"
+        name = f"{data_name(self.spec)} × {model_identity(self.spec)}"
+        return f"{name} [{', '.join(bits)}]" if bits else name
+
+    @cached_property
+    def no_answers(self) -> str | None:
+        """'no answers (8 of 8 failed)' when every stored sample of the run failed, else None:
+        such a run has nothing to compare (lvu.runs.run_names.no_answers)."""
+        from lvu.runs.run_names import no_answers
+
+        failed = sum(1 for r in self.results if r.error)
+        return no_answers(len(self.results) - failed, failed)
 
 
 def family(benchmark: str) -> str:

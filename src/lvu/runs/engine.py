@@ -36,7 +36,11 @@ from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ON
     make_benchmark,
     score_saved,
 )
-from lvu.runs.summaries import run_tables
+from lvu.runs.run_names import no_answers, unreadable_note
+from lvu.runs.data_errors import bad_record_result, data_error_note, mark_data_error, stored_data_errors
+from lvu.runs.summaries import code_stamp, run_tables
+from lvu.runs.tracebacks import traceback_text, traced_failures
+from lvu.runs.unreadable import unreadable_in_scope
 from lvu.runs.judging import judge_env, judge_sample
 from lvu.runs.pipeline import (
     DECODE_MODES,
@@ -76,10 +80,23 @@ class RunSummary:
     sample_ids: list[str] = field(default_factory=list)
     """The samples this invocation covers (the first `limit`, and records that could not be read):
     `tables` aggregate their stored results, and so does the run's report (lvu.api). Set by `finish_run`."""
+    unreadable_note: str | None = None
+    """How many replies of `sample_ids` held no readable answer, two of them, the likely causes (run_names)."""
+    n_unreadable: int = 0
+    traced: list[str] = field(default_factory=list)
+    """Failed samples of `sample_ids` whose record keeps a traceback; `first_traceback` is the first one's."""
+    first_traceback: str | None = None
+    data_error_note: str | None = None
+    """'3 data errors left out of the score (fix the data: lvu data check ...)', or None (runs/data_errors.py)."""
 
     @property
     def limited(self) -> bool:
         return self.n_benchmark is not None and self.n_total < self.n_benchmark
+
+    @property
+    def no_answers(self) -> str | None:
+        """'no answers (8 of 8 failed)' when every sample failed (then there is no score), else None."""
+        return no_answers(self.n_total - self.n_failed, self.n_failed)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -290,7 +307,9 @@ class Engine:
             except LvuError as e:
                 result.error = str(e)
             except Exception as e:  # one bad sample never kills a run
-                result.error = f"{sample.id}: {type(e).__name__}: {e}"
+                result.error, result.traceback = f"{sample.id}: {type(e).__name__}: {e}", traceback_text(e)
+            if result.error is not None and (missing := self.bench.missing_video(sample)) is not None:
+                mark_data_error(result, missing)  # the data's fault, not the model's: left out of the score
             decoded.failed = prompt is None
         return Prepared(sample, result, prompt, started)
 
@@ -311,7 +330,7 @@ class Engine:
                 with self.progress.stage("model") as called:
                     response = await self.model.generate(item.prompt, sample_id=item.sample.id)
                     called.failed = bool(response.error)
-                item.unreachable = response.unreachable
+                item.unreachable, item.permanent = response.unreachable, response.permanent
                 result.response, result.latency = response.text, response.latency
                 if response.error:
                     raise LvuError(f"model error: {response.error}")
@@ -320,8 +339,8 @@ class Engine:
                     await judge_sample(self.bench, item.sample, result, self.judge, llm_extract=self.llm_extract)
             except LvuError as e:
                 result.error = str(e)
-            except Exception as e:
-                result.error = f"{item.sample.id}: {type(e).__name__}: {e}"
+            except Exception as e:  # a plugin's bug: its traceback is kept (lvu results show RUN --trace ID)
+                result.error, result.traceback = f"{item.sample.id}: {type(e).__name__}: {e}", traceback_text(e)
         if not result.latency:
             result.latency = time.perf_counter() - item.started
         return result
@@ -351,7 +370,7 @@ class Engine:
         done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # scored by other code: graded again
         errors: list[tuple[str, str]] = []
         for i, record in enumerate(bad):
-            self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
+            self.store.put(run_id, bad_record_result(record), len(ordinals) + i)  # a data error: not scored
             errors.append((record.id, record.error))
         todo = [s for s in samples if s.id not in done]
         # Same-video samples next to each other, so decoded frames are reused while still cached.
@@ -460,6 +479,12 @@ def finish_run(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge
     summary.sample_ids = [s.id for s in samples[:limit]] + [b.id for b in bad]
     if judge is not None:
         judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress)
+    keep = set(summary.sample_ids)  # what the run's end says beyond its score (lvu run prints it)
+    bad, n_answered = unreadable_in_scope(store, summary.run_id, keep, code_stamp(type(bench)))
+    summary.n_unreadable, summary.unreadable_note = len(bad), unreadable_note(bad, scored=n_answered)
+    if summary.n_failed:
+        summary.traced, summary.first_traceback = traced_failures(store, summary.run_id, keep)
+        summary.data_error_note = data_error_note(stored_data_errors(store, summary.run_id, keep), summary.spec)
     return summary
 
 

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lvu.runs.run_names import no_answers
+
 if TYPE_CHECKING:
     from lvu.benchmarks.base import Benchmark, Breakdown
     from lvu.types import RunSpec, SampleResult
@@ -46,6 +48,20 @@ class Headline:
         """'score 12.5 % (all, n=8)', or 'score pending (...)' when there is none yet."""
         what = f"{self.text()} %" if self.value is not None else "pending"
         return f"score {what} ({self.row}, n={self.n})"
+
+
+def score_cell(top: Headline | None, n_ok: int, n_failed: int) -> str:
+    """A run's score as a table cell: '12.5'; 'no answers (8 of 8 failed)' for a run where every
+    stored sample failed (its 0.0 would read as a model that answered everything wrong); '' when
+    nothing is scored yet."""
+    return no_answers(n_ok, n_failed) or (top.text() if top is not None else "")
+
+
+def describe_run(top: Headline | None, n_ok: int, n_failed: int) -> str | None:
+    """A run's headline in a sentence: 'score 12.5 % (all, n=8)', 'no answers (8 of 8 failed)'
+    (`score_cell`), or None when there are no tables at all. The end line of `lvu run` and
+    `lvu results show` use it."""
+    return no_answers(n_ok, n_failed) or (top.describe() if top is not None else None)
 
 
 def headline_of_tables(tables: list[Breakdown], subset: Any = None) -> Headline | None:

@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from lvu.errors import LvuError
 from lvu.progress import LoggedProgress
 from lvu.runs.stage_runner import run_each
+from lvu.runs.tracebacks import traceback_text
 from lvu.scoring.judges import Judge, Judgement, JudgeTask
 from lvu.types import Prediction, Response, Sample, SampleResult, Score
 
@@ -146,14 +147,14 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
 
     async def judge_one(item: tuple[Sample, SampleResult]) -> SampleResult:
         sample, result = item
-        result.error, result.judge = None, None
+        result.error, result.judge, result.traceback = None, None, None
         try:
             grade(bench, sample, Response(text=result.response or ""), result)  # start from the rule's grade
             await judge_sample(bench, sample, result, judge, llm_extract=llm_extract)
         except LvuError as e:
             result.error = str(e)
-        except Exception as e:  # one bad sample never stops the others
-            result.error = f"{JUDGE_FAILED}{sample.id}: {type(e).__name__}: {e}"
+        except Exception as e:  # one bad sample never stops the others; its traceback is kept
+            result.error, result.traceback = f"{JUDGE_FAILED}{sample.id}: {type(e).__name__}: {e}", traceback_text(e)
         return result
 
     def commit(item: tuple[Sample, SampleResult], result: SampleResult) -> None:

@@ -44,6 +44,7 @@ from lvu.errors import LvuError
 from lvu.models.base import Model
 from lvu.runs.engine import (RunSummary, environment, finish_run, finish_status, grade, make_run_judge,
                              raise_if_interrupted, resolve_spec)
+from lvu.runs.data_errors import bad_record_result
 from lvu.runs.regrade import regrade_reused
 from lvu.runs.identity import loaded_digests, reusable_ids, sample_digest
 from lvu.runs.judging import judge_env, judge_sample
@@ -52,6 +53,7 @@ from lvu.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.stage_runner import StageRunner
 from lvu.runs.store import Store
+from lvu.runs.tracebacks import traceback_text
 from lvu.runs.summaries import run_tables
 from lvu.scoring.judges import Judge
 from lvu.types import RunSpec, Sample, SampleResult
@@ -230,7 +232,7 @@ class RayExecutor:
             done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # as the local engine
             errors: list[tuple[str, str]] = []
             for i, record in enumerate(bad):
-                self.store.put(run_id, SampleResult(sample_id=record.id, error=record.error), len(ordinals) + i)
+                self.store.put(run_id, bad_record_result(record), len(ordinals) + i)  # a data error: not scored
                 errors.append((record.id, record.error))
             todo = [s for s in samples if s.id not in done]
             todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))  # as the local engine: same video together
@@ -384,10 +386,10 @@ class RayExecutor:
         if item.prompt is not None:
             try:
                 with progress.stage("model") as called:
-                    response, error = await replica.actor.answer.remote([item.prompt], item.index, sample.id)
+                    response, error, trace = await replica.actor.answer.remote([item.prompt], item.index, sample.id)
                     called.failed = error is not None or bool(response and response.error)
                 if error is not None:
-                    result.error = error
+                    result.error, result.traceback = error, trace
                 else:
                     assert response is not None
                     item.unreachable = response.unreachable
@@ -403,10 +405,10 @@ class RayExecutor:
                 result.error = (f"{sample.id}: model replica {replica.index} died while answering "
                                 f"({_describe(e)}) — retried on resume")
                 replica.alive = replica.alive and await self._still_alive(replica)
-            except self.ray.exceptions.RayError as e:
-                result.error = f"{sample.id}: {_describe(e)}"
+            except self.ray.exceptions.RayError as e:  # a remote exception: its text holds the remote traceback
+                result.error, result.traceback = f"{sample.id}: {_describe(e)}", traceback_text(e)
             except Exception as e:  # one bad sample never kills a run
-                result.error = f"{sample.id}: {type(e).__name__}: {e}"
+                result.error, result.traceback = f"{sample.id}: {type(e).__name__}: {e}", traceback_text(e)
         if not result.latency:
             result.latency = time.perf_counter() - item.started
         return result

@@ -23,6 +23,7 @@ from lvu.models.base import Model
 from lvu.runs.engine import Engine
 from lvu.runs.pipeline import model_batch_size
 from lvu.runs.store import Store
+from lvu.runs.tracebacks import traceback_text
 from lvu.types import Prompt, Response, Sample, SampleResult
 
 _decode_engines: dict[tuple[Any, ...], Engine] = {}
@@ -93,19 +94,20 @@ class ModelReplica:
             return str(e)
         return None
 
-    async def answer(self, group: list[Any], index: int, sample_id: str) -> tuple[Response | None, str | None]:
+    async def answer(self, group: list[Any], index: int,
+                     sample_id: str) -> tuple[Response | None, str | None, str | None]:
         """Answer prompt `index` of the decode task output `group[0]` (an ObjectRef, wrapped in a
-        list so Ray hands it over unresolved): (response, None), or (None, the error line the local
-        engine would record for an exception)."""
+        list so Ray hands it over unresolved): (response, None, None), or (None, the error line and
+        the traceback the local engine would record for an exception)."""
         assert self.model is not None, self.error
         prompt = (await self._resolve(group[0]))[index]
         assert prompt is not None, "the driver sends only samples whose prompt was built"
         try:
-            return await self.model.generate(prompt, sample_id=sample_id), None
+            return await self.model.generate(prompt, sample_id=sample_id), None, None
         except LvuError as e:
-            return None, str(e)
-        except Exception as e:
-            return None, f"{sample_id}: {type(e).__name__}: {e}"
+            return None, str(e), None
+        except Exception as e:  # formatted here: the frames are this replica's
+            return None, f"{sample_id}: {type(e).__name__}: {e}", traceback_text(e)
 
     async def _resolve(self, ref: Any) -> list[Prompt | None]:
         """A group's prompts, fetched once while its samples are being answered here (one shared

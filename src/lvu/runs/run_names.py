@@ -92,12 +92,28 @@ def no_answers(n_ok: int, n_failed: int) -> str | None:
     return None
 
 
+RANDOM_PICK = "(no letter in the reply, seed"
+"""How LongVideoBench's explanation marks its official fallback: a reply without a letter gets a
+seeded random letter (lvu.benchmarks.longvideobench), so its prediction is a valid option."""
+
+UNREADABLE_FIELDS = ("error", "response", "prediction", "n_options", "options", "explanation")
+"""The record fields `is_unreadable` reads (for readers that take only some fields out of the store)."""
+
+
 def is_unreadable(r: SampleResult) -> bool:
-    """A reply that came back (no error) with text but from which no answer could be read: a
-    multiple-choice sample whose prediction is None. Open-ended samples (no options) are never
-    unreadable here: their text is the answer."""
-    multiple_choice = bool(r.n_options) or bool(r.options)
-    return multiple_choice and r.error is None and r.prediction is None and r.response is not None
+    """A reply that came back (no error) but from which no option could be read: a multiple-choice
+    sample whose prediction is not an option index — None (haystack, jsonl, Video-MME, Neptune),
+    the text the official rule kept (MLVU's and LVBench's "1" from "(1)") or a letter beyond the
+    options — or LongVideoBench's random pick for a reply without a letter (`RANDOM_PICK`). The
+    same replies `--llm-extract` hands to the judge (lvu.runs.judging.needs_choice_fallback).
+    Open-ended samples (no options) are never unreadable here: their text is the answer."""
+    n_options = r.n_options or len(r.options)
+    if not n_options or r.error is not None or r.response is None:
+        return False
+    value = r.prediction
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n_options:
+        return True
+    return RANDOM_PICK in (r.explanation or "")
 
 
 def unreadable(results: Iterable[SampleResult]) -> list[SampleResult]:
@@ -111,17 +127,32 @@ UNREADABLE_CAUSES = ("a chat template that does not fit the model (its reply con
 """The likely causes printed with an unreadable-replies warning."""
 
 
-def unreadable_note(results: list[SampleResult], *, examples: int = 2) -> str | None:
+def unreadable_note(results: list[SampleResult], *, examples: int = 2, scored: int | None = None) -> str | None:
     """A few lines saying how many replies held no readable answer, `examples` of them and the
-    likely causes; None when there are none."""
+    likely causes; None when there are none. `scored`: how many replies came back without an
+    error, when `results` holds only some of the run's records (e.g. only the unreadable ones)."""
     bad = unreadable(results)
     if not bad:
         return None
-    scored = [r for r in results if r.error is None]
-    lines = [f"{len(bad)} of {len(scored)} replies held no readable answer (scored wrong):"]
+    if scored is None:
+        scored = sum(r.error is None for r in results)
+    lines = [f"{len(bad)} of {scored} replies held no readable answer ({_how_scored(bad)}):"]
     for r in bad[:examples]:
-        text = (r.response or "").strip().replace("\n", "\\n")
+        text = (r.response or "").strip()  # repr: a newline shows as \n, the example stays one line
         lines.append(f"  {r.sample_id}: {text[:120]!r}" + ("…" if len(text) > 120 else ""))
     lines.append("  likely causes: " + "; ".join(UNREADABLE_CAUSES))
     return "\n".join(lines)
 
+
+def _how_scored(bad: list[SampleResult]) -> str:
+    """'scored wrong', or what the benchmark's protocol made of them: Video-MME leaves them out
+    of its answered-only accuracy, LongVideoBench's random pick is sometimes right."""
+    lucky = sum(1 for r in bad if r.counted and r.correct)
+    left_out = sum(1 for r in bad if not r.counted)
+    wrong = len(bad) - lucky - left_out
+    if wrong == len(bad):
+        return "scored wrong"
+    parts = [f"{wrong} scored wrong" if wrong else "",
+             f"{lucky} scored right by a random pick" if lucky else "",
+             f"{left_out} left out of the score" if left_out else ""]
+    return ", ".join(p for p in parts if p)

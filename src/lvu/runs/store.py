@@ -7,7 +7,6 @@ committed the moment the sample completes, so a crash loses at most the samples 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -16,11 +15,18 @@ from typing import Any, Iterator
 from pydantic import BaseModel
 
 from lvu.errors import LvuError
+
+# Where results are (the rule, its line, the no-runs error) lives in lvu.runs.location, which stays
+# light for `lvu --help`; re-exported here, where callers have always found it.
+from lvu.runs.location import DB_NAME as DB_NAME
+from lvu.runs.location import RESULTS_FOLDER as RESULTS_FOLDER
+from lvu.runs.location import default_results_dir as default_results_dir
+from lvu.runs.location import existing_results as existing_results
+from lvu.runs.location import location_line as location_line
+from lvu.runs.location import results_location as results_location
 from lvu.runs.run_lock import RunLocks
 from lvu.runs.store_files import current_schema, open_read_only, writing
 from lvu.types import RunSpec, SampleResult
-
-DB_NAME = "lvu.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -113,32 +119,8 @@ def merge_memberships(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> l
     return [m for m in old if m.get("name") not in names] + list(new)
 
 
-RESULTS_FOLDER = "lvu-results"
-
-
-def results_location(results_dir: str | Path | None = None) -> tuple[Path, str]:
-    """(the results directory, why it is that one), by one rule for every command:
-    `--results-dir` wins, then `$LVU_RESULTS_DIR`, then the nearest `lvu-results` folder in the
-    current folder or one above it (as git finds its repository), else `./lvu-results`, which
-    only a run creates. docs/runs.md, "Where results are"."""
-    if results_dir is not None:
-        return Path(results_dir), "--results-dir"
-    env = os.environ.get("LVU_RESULTS_DIR")
-    if env:
-        return Path(env).expanduser(), "$LVU_RESULTS_DIR"
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / RESULTS_FOLDER).is_dir():
-            if folder == here:  # relative, as printed paths (report: lvu-results/reports/...) always were
-                return Path(RESULTS_FOLDER), "in the current folder"
-            return folder / RESULTS_FOLDER, f"the nearest {RESULTS_FOLDER} above {here}"
-    return Path(RESULTS_FOLDER), f"no {RESULTS_FOLDER} in {here} or above: a run creates it here"
-
-
-def default_results_dir() -> Path:
-    """The results directory when no --results-dir is given (`results_location`)."""
-    return results_location(None)[0]
-
+def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
+    return column in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 def escape_surrogates(value: Any) -> Any:
@@ -180,17 +162,22 @@ class RunInfo(BaseModel):
 
 class Store:
     """Open (creating if needed) the store of a results directory. `read_only`: for commands that
-    only read (results list/show/export, the viewer): an existing store is opened read-only, which
-    works on a full disk too (`open_read_only`); a missing or older store opens as usual."""
+    only read (results list/show/export, compare, the viewer): an existing store is opened
+    read-only, which works on a full disk too (`open_read_only`); an older store is migrated as
+    usual; a missing one is a LvuError saying where lvu looked (`no_runs_message`), and nothing
+    is created — no folder, no .gitignore, no WAL files."""
 
     def __init__(self, results_dir: str | Path | None = None, *, read_only: bool = False) -> None:
-        self.dir = Path(results_dir) if results_dir is not None else default_results_dir()
+        if read_only:
+            self.dir, _ = existing_results(results_dir)
+        else:
+            self.dir = Path(results_dir) if results_dir is not None else default_results_dir()
         self.path = self.dir / DB_NAME
-        self.read_only = read_only and self.path.is_file()
+        self.read_only = read_only
         self.locks = RunLocks(self.dir)
         if self.read_only:
             self.db = open_read_only(self.path)
-            if current_schema(self.db):
+            if current_schema(self.db) and _has_column(self.db, "run_summary", "unreadable"):
                 return
             self.db.close()  # an older lvu's store: migrate it below (this needs a writable disk)
             self.read_only = False
@@ -218,6 +205,7 @@ class Store:
         `digest` NULL means: read the record's `sample_digest`)."""
         self._add_column("runs", "n_total INTEGER")
         self._add_column("samples", "digest TEXT")
+        self._add_column("run_summary", "unreadable INTEGER")  # replies with no readable answer (run_names)
         if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_stats'").fetchone() is None:
             with self.db:  # once per store: count what older lvu versions stored, then triggers keep it
                 self.db.execute("BEGIN IMMEDIATE")
@@ -228,7 +216,7 @@ class Store:
                                     " SELECT run_id, COUNT(*), SUM(error IS NOT NULL), 1 FROM samples GROUP BY run_id")
 
     def _add_column(self, table: str, column: str) -> None:
-        if column.split()[0] in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+        if _has_column(self.db, table, column.split()[0]):
             return
         try:
             self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
@@ -452,24 +440,26 @@ class Store:
                               (run_id,)).fetchone()
         return (row[0], row[1], row[2]) if row else (0, 0, 0)
 
-    def current_summaries(self) -> dict[str, tuple[str, str | None]]:
-        """run id -> (code stamp, headline JSON) of every cached summary made at the run's current
-        samples version (whether the code stamp still holds is the caller's check)."""
+    def current_summaries(self) -> dict[str, tuple[str, str | None, int | None]]:
+        """run id -> (code stamp, headline JSON, unreadable replies) of every cached summary made at
+        the run's current samples version (whether the code stamp still holds is the caller's
+        check; unreadable is None in entries cached before lvu counted them)."""
         rows = self.db.execute(
-            "SELECT h.run_id, h.code, h.headline FROM run_summary h LEFT JOIN run_stats s ON s.run_id = h.run_id"
-            " WHERE h.version = COALESCE(s.version, 0)")
-        return {r[0]: (r[1], r[2]) for r in rows}
+            "SELECT h.run_id, h.code, h.headline, h.unreadable FROM run_summary h"
+            " LEFT JOIN run_stats s ON s.run_id = h.run_id WHERE h.version = COALESCE(s.version, 0)")
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def summary(self, run_id: str) -> tuple[int, str, str | None] | None:
         """(samples version, code stamp, tables JSON) of the run's cached summary, if any."""
         row = self.db.execute("SELECT version, code, tables FROM run_summary WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else (row[0], row[1], row[2])
 
-    def save_summary(self, run_id: str, version: int, code: str, headline: str | None, tables: str | None) -> None:
+    def save_summary(self, run_id: str, version: int, code: str, headline: str | None, tables: str | None,
+                     unreadable: int | None = None) -> None:
         """Cache a run's summary; best effort (a read-only store, e.g. a colleague's, lists uncached)."""
         try:
-            self.db.execute("INSERT OR REPLACE INTO run_summary (run_id, version, code, headline, tables)"
-                            " VALUES (?, ?, ?, ?, ?)", (run_id, version, code, headline, tables))
+            self.db.execute("INSERT OR REPLACE INTO run_summary (run_id, version, code, headline, tables, unreadable)"
+                            " VALUES (?, ?, ?, ?, ?, ?)", (run_id, version, code, headline, tables, unreadable))
         except sqlite3.OperationalError:
             pass
 

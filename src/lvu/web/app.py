@@ -1,8 +1,10 @@
 """`create_app(results_dir)`: the FastAPI results viewer over one run store.
 
-Pages: `/` (runs), `/runs/{run_id}` (spec, environment, breakdown tables, filterable samples),
+Pages: `/` (runs; `?model=` / `?benchmark=` filter as `lvu results list` does; tick runs to compare),
+`/runs/{run_id}` (spec, environment, breakdown tables, filterable samples),
 `/runs/{run_id}/samples/{sample_id}` (frames, cues and text in the prompt's order, exact prompt, raw
-response, prediction, score). JSON: `/api/runs`, `/api/runs/{run_id}`, `/api/runs/{run_id}/samples/{sample_id}`.
+response, prediction, score, traceback), `/compare?run=A&run=B[&run=C]` (lvu.web.compare).
+JSON: `/api/runs`, `/api/runs/{run_id}`, `/api/runs/{run_id}/samples/{sample_id}`, `/api/compare`.
 Frames: `/media/{run_id}/{sample_id}/{i}.jpg`, resolved only from the stored record (its video and
 its i-th stored timestamp); any other path is a 404 and no URL is ever mapped to a file.
 """
@@ -17,10 +19,15 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
+from lvu.analysis.runs import RunData
+from lvu.analysis.stats import DEFAULT_BOOTSTRAP
 from lvu.errors import LvuError
 from lvu.runs.headline import Headline
+from lvu.runs.run_names import (data_name, matches_benchmark, matches_model, model_identity, no_answers,
+                                 unreadable, unreadable_note)
 from lvu.runs.store import RunInfo
 from lvu.types import SampleResult
+from lvu.web import compare as comparing
 from lvu.web import pages
 from lvu.web.catalog import SHOWS, Catalog, matches, outcome, prompt_parts
 from lvu.web.media import FrameImages
@@ -48,13 +55,35 @@ def _labels_of(results: list[SampleResult]) -> list[str]:
     return sorted(found)
 
 
-def _run_json(r: RunInfo, top: Headline | None) -> dict[str, Any]:
-    """`score`: the headline score in percent (lvu.runs.headline; None before anything is scored),
-    `score_row` the official row it is; `n_ok` / `n_total`: the coverage `lvu results list` shows."""
-    return {"run_id": r.run_id, "benchmark": r.benchmark, "model": r.model, "status": r.status,
-            "settings": r.spec.settings, "n_samples": r.n_samples, "n_failed": r.n_errors, "n_ok": r.n_ok,
-            "n_total": r.n_total, "score": top.value if top else None, "score_row": top.row if top else None,
-            "created": r.created, "updated": r.updated}
+def _run_json(r: RunInfo, top: Headline | None, unreadable: int | None = None) -> dict[str, Any]:
+    """`model_identity` / `data`: how lists name the run (lvu.runs.run_names; `model` and
+    `benchmark` stay the bare backend and benchmark); `score`: the headline score in percent
+    (lvu.runs.headline; None before anything is scored, and for a run with no answers — every
+    stored sample failed: `no_answers` true, as in `lvu results list --json`), `score_row` the
+    official row it is; `n_ok` / `n_total`: the coverage `lvu results list` shows; `unreadable`:
+    replies with no readable answer."""
+    none = no_answers(r.n_ok, r.n_errors)
+    return {"run_id": r.run_id, "benchmark": r.benchmark, "model": r.model, "model_identity": model_identity(r.spec),
+            "data": data_name(r.spec), "status": r.status, "settings": r.spec.settings, "n_samples": r.n_samples,
+            "n_failed": r.n_errors, "n_ok": r.n_ok, "n_total": r.n_total,
+            "score": top.value if top and not none else None, "score_row": top.row if top and not none else None,
+            "no_answers": none is not None, "unreadable": unreadable, "created": r.created, "updated": r.updated}
+
+
+def _filtered(runs: list[RunInfo], model: str | None, benchmark: str | None) -> tuple[list[RunInfo], str | None]:
+    """The runs `model` / `benchmark` match (as `lvu results list --model/--benchmark`:
+    lvu.runs.run_names), and, when none does, one line saying so and what is stored."""
+    kept = [r for r in runs if (not model or matches_model(r.spec, model))
+            and (not benchmark or matches_benchmark(r.spec, benchmark))]
+    if kept or not runs or not (model or benchmark):
+        return kept, None
+    asked = " and ".join(f"{k}={v}" for k, v in (("model", model), ("benchmark", benchmark)) if v)
+    stored = []
+    if model:
+        stored.append("models stored: " + ", ".join(sorted({model_identity(r.spec) for r in runs})))
+    if benchmark:
+        stored.append("data stored: " + ", ".join(sorted({data_name(r.spec) for r in runs})))
+    return kept, f"no run matches {asked}; {'; '.join(stored)}"
 
 
 SECURITY_HEADERS = {
@@ -121,19 +150,37 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
         return {"info": info, "tables": catalog.tables(info, results), "results": results, "matching": matching,
                 "shown": matching[start:start + PER_PAGE], "counts": counts}
 
+    def comparison(run_ids: list[str], include_failed: bool, n_boot: int) -> comparing.RunsComparison:
+        """The runs picked (exact ids, each once) compared, oldest first — so Δ is newer − older,
+        as `lvu compare` without run ids has it, whatever order the boxes were ticked in; LvuError: why not."""
+        infos = sorted((get_run(rid) for rid in dict.fromkeys(run_ids)), key=lambda i: i.created)
+        key = (tuple((i.run_id, i.updated, i.samples_version) for i in infos), include_failed, n_boot)
+        return catalog.remembered(key, lambda: comparing.compare(
+            [RunData(i, catalog.results(i.run_id)) for i in infos], include_failed=include_failed, n_boot=n_boot))
+
     # ---- pages ---------------------------------------------------------------------------------------
 
     @app.get("/", response_class=HTMLResponse)
-    def runs_page() -> str:
-        runs = catalog.runs()
-        return pages.runs_page(runs, catalog.headlines(runs), str(catalog.dir))
+    def runs_page(model: str | None = None, benchmark: str | None = None) -> str:
+        runs, message = _filtered(catalog.runs(), model, benchmark)
+        return pages.runs_page(runs, catalog.listing(runs), str(catalog.dir),
+                               filters={"model": model or "", "benchmark": benchmark or ""}, message=message)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str, show: str = "all", label: str | None = None, page: int = Query(1, ge=1)) -> str:
         v = run_view(run_id, show, label, page)
         return pages.run_page(v["info"], v["tables"], v["shown"], n_matching=len(v["matching"]), counts=v["counts"],
                               labels=_labels_of(v["results"]), show=show, label=label or None, page=page,
-                              per_page=PER_PAGE)
+                              per_page=PER_PAGE, unreadable=unreadable_note(v["results"]))
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare_page(run: list[str] = Query([]), include_failed: bool = False,
+                     bootstrap: int = Query(DEFAULT_BOOTSTRAP, ge=0, le=10000)) -> HTMLResponse:
+        try:
+            c = comparison(run, include_failed, bootstrap)
+        except LvuError as e:  # different benchmarks, too few runs...: the page says why, in one line
+            return HTMLResponse(pages.compare_refused(str(e)), status_code=400)
+        return HTMLResponse(pages.compare_page(c))
 
     @app.get("/runs/{run_id}/samples/{sample_id:path}", response_class=HTMLResponse)
     def sample_page(run_id: str, sample_id: str) -> str:
@@ -147,17 +194,26 @@ def create_app(results_dir: str | Path, *, allowed_hosts: Sequence[str] | None =
     # ---- JSON ----------------------------------------------------------------------------------------
 
     @app.get("/api/runs")
-    def api_runs() -> list[dict[str, Any]]:
-        runs = catalog.runs()
-        scores = catalog.headlines(runs)
-        return [_run_json(r, scores[r.run_id]) for r in runs]
+    def api_runs(model: str | None = None, benchmark: str | None = None) -> list[dict[str, Any]]:
+        runs, _ = _filtered(catalog.runs(), model, benchmark)
+        listed = catalog.listing(runs)
+        return [_run_json(r, listed[r.run_id].headline, listed[r.run_id].unreadable) for r in runs]
+
+    @app.get("/api/compare")
+    def api_compare(run: list[str] = Query([]), include_failed: bool = False,
+                    bootstrap: int = Query(DEFAULT_BOOTSTRAP, ge=0, le=10000)) -> dict[str, Any]:
+        try:
+            return comparing.as_json(comparison(run, include_failed, bootstrap))
+        except LvuError as e:
+            raise HTTPException(400, str(e)) from e
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str, show: str = "all", label: str | None = None) -> dict[str, Any]:
         v = run_view(run_id, show, label, 1)
         info: RunInfo = v["info"]
         return {
-            **_run_json(info, catalog.headline(info)), "spec": info.spec.model_dump(mode="json"), "env": info.env,
+            **_run_json(info, catalog.headline(info), len(unreadable(v["results"]))),
+            "spec": info.spec.model_dump(mode="json"), "env": info.env, "unreadable_note": unreadable_note(v["results"]),
             "tables": [{"title": t.title, "rows": [{"group": g, "n": n, "score": s} for g, n, s in t.rows]}
                        for t in v["tables"].tables],
             "tables_note": v["tables"].note,

@@ -10,19 +10,20 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lvu.benchmarks.base import Breakdown
 from lvu.errors import LvuError
 from lvu.runs.headline import Headline, headline_of_tables
 from lvu.runs.store import DB_NAME, RunInfo, Store
-from lvu.runs.summaries import run_headlines
+from lvu.runs.summaries import Listed, run_listing
 from lvu.types import SampleResult
 
+T = TypeVar("T")
 SHOWS: tuple[str, ...] = ("all", "wrong", "failed", "correct")
 
 
@@ -71,6 +72,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._tables: dict[str, tuple[tuple[Any, ...], Tables]] = {}
         self._videos: dict[str, dict[str, str]] = {}
+        self._remembered: tuple[Any, Any] | None = None
 
     @contextmanager
     def store(self) -> Iterator[Store]:
@@ -140,11 +142,23 @@ class Catalog:
         list` shows it), from its tables (the run page, which has them anyway)."""
         return headline_of_tables(self.tables(info).tables, info.spec.settings.get("subset"))
 
-    def headlines(self, runs: list[RunInfo]) -> dict[str, Headline | None]:
-        """Every listed run's headline from the store's per-run cache (lvu.runs.headline.run_headlines:
-        the run list reads O(runs) rows; a run's results only when its samples changed)."""
+    def listing(self, runs: list[RunInfo]) -> dict[str, Listed]:
+        """Every listed run's headline and count of unreadable replies, as `lvu results list` has
+        them, from the store's per-run cache (lvu.runs.summaries.run_listing: the run list reads
+        O(runs) rows; a run's results only when its samples changed)."""
         with self.store() as store:
-            return run_headlines(store, runs)
+            return run_listing(store, runs)
+
+    def remembered(self, key: Any, make: Callable[[], T]) -> T:
+        """`make()`, or what it gave for the same `key` last time (one entry: the comparison page,
+        whose key holds its runs' samples versions, so a reload costs nothing and a change recomputes)."""
+        with self._lock:
+            if self._remembered is not None and self._remembered[0] == key:
+                return self._remembered[1]
+        value = make()
+        with self._lock:
+            self._remembered = (key, value)
+        return value
 
     # ---- where a sample's frames come from ---------------------------------------------------------
 

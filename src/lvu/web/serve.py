@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from lvu.errors import LvuError
+from lvu.runs.location import RESULTS_DIR_HELP
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -31,8 +32,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def view(
-    results_dir: Annotated[Optional[Path], typer.Option(
-        "--results-dir", help="Where runs are stored (default: $LVU_RESULTS_DIR or ./lvu-results).")] = None,
+    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help=RESULTS_DIR_HELP)] = None,
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8765,
     host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
     open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a web browser.")] = False,
@@ -45,9 +45,10 @@ def view(
         from lvu.web.app import create_app
     except ImportError as e:
         raise LvuError(f"the viewer needs {e.name}, a dependency of lvu that is missing here — pip install fastapi uvicorn") from e
-    from lvu.runs.store import default_results_dir
+    from lvu.runs.store import existing_results, location_line
 
-    directory = results_dir if results_dir is not None else default_results_dir()
+    directory, why = existing_results(results_dir)  # no store there: one line saying where lvu looked
+    print(location_line(directory, why), file=sys.stderr)
     app = create_app(directory, allowed_hosts=allowed_hosts(host))
     sock, url = listen(host, port)
     print(f"lvu viewer for {directory} at {url} — Ctrl-C to stop", flush=True)
