@@ -152,3 +152,15 @@ def test_a_release_loaders_bad_record_and_missing_video_are_left_out_too(tmp_pat
     assert len(stored) == 10 and len(data_errors) == 4  # the id-less question and the missing video's three
     assert all(not r.counted for r in data_errors)
     assert summary.tables[0].rows[-1][:2] == ("overall", 6)
+
+
+def test_run_takes_the_jsonl_path_as_its_benchmark(folder, tmp_path):
+    """`lvu run -b q.jsonl` is `lvu run -b jsonl --data q.jsonl`: the same run, resumed."""
+    results = ["--results-dir", str(tmp_path / "res"), "--no-report", "-m", "random", "--frames", "1"]
+    first = lvu("run", "-b", "q.jsonl", *results, cwd=folder)
+    second = lvu("run", "-b", "jsonl", "--data", "q.jsonl", *results, cwd=folder)
+    run_ids = [re.search(r"run (\w{12}):", out.stdout).group(1) for out in (first, second)]
+    assert run_ids[0] == run_ids[1] and "8 reused from the store" in second.stdout, first.stdout + second.stdout
+    assert "(all, n=8)" in first.stdout
+    refused = lvu("run", "-b", "q.jsonl", "--data", "q.jsonl", *results, cwd=folder)
+    assert refused.returncode == 2 and "is the data already" in refused.stderr

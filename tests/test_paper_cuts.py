@@ -180,3 +180,18 @@ def test_frames_are_read_from_what_the_file_states(tmp_path):
     settings, unknown = recorded_settings(bench, {}, {"fps": 1.0})  # Video-MME has no fps setting
     assert settings["frames"] is None and "fps" not in settings and unknown == ["frames"]
     assert recorded_settings(make_benchmark("videomme", {"frames": 64}), {"frames": 64}, {"frames": 8})[0]["frames"] == 64
+
+
+def test_run_tables_and_their_intervals_list_groups_in_natural_order():
+    """`lvu run`'s per-label tables (jsonl, haystack, built benchmarks) order groups as the
+    filter tables do: 0%, 25%, 100%, not the string order 0%, 100%, 25%."""
+    from lvu.analysis.stats import label_cells
+    from lvu.scoring.choice import breakdowns_by_label
+    from lvu.types import SampleResult
+
+    results = [SampleResult(sample_id=f"s{i}", labels={"depth": d}, score=float(i % 2))
+               for i, d in enumerate(["100%", "0%", "25%", "100%", "8-15s"])]
+    depth = next(t for t in breakdowns_by_label(results) if t.title == "depth")
+    assert [row[0] for row in depth.rows] == ["0%", "8-15s", "25%", "100%"]
+    _, cells = label_cells(results)
+    assert [group for key, group in cells if key == "depth"] == ["0%", "8-15s", "25%", "100%"]

@@ -72,7 +72,7 @@ hide_flag_types()
 
 @app.command()
 def run(
-    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`) — default: the built-in haystack. Several (-b videomme,mlvu or repeated -b) run in turn, then one summary table.")] = ["haystack"],
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="Benchmark name (`lvu list`), or the path of an lvu JSONL file (`-b q.jsonl` is `-b jsonl --data q.jsonl`) — default: the built-in haystack. Several (-b videomme,mlvu or repeated -b) run in turn, then one summary table.")] = ["haystack"],
     model: Annotated[str, typer.Option("--model", "-m", help="Model backend name (`lvu list`).")] = "ocr-match",
     frames: Annotated[Optional[str], typer.Option(help="Frames per sample: a count (0 = none), or a word the benchmark accepts (Neptune: 1fps, center, first; see docs/benchmarks). Default: the benchmark's protocol.")] = None,
     subtitles: Annotated[Optional[str], typer.Option(help="Subtitle mode: none | interleave | covering | all.")] = None,
@@ -135,6 +135,12 @@ def run(
                        fresh=fresh, report=not no_report, frame_cache=not no_cache, tags=tags, debug=debug)
     if not benchmarks:
         raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
+    if len(benchmarks) == 1:  # a path is lvu JSONL data: `-b q.jsonl` runs `-b jsonl --data q.jsonl`
+        from lvu.data_cli import benchmark_and_data
+
+        name, path = benchmark_and_data(benchmarks[0], data)
+        if name != benchmarks[0]:
+            benchmarks, settings["data"] = [name], str(path)
     benchmark = benchmarks[0]  # type: ignore[assignment]  (one benchmark: the run's own tables and next steps)
     summary = run_engine(
         benchmark, model, settings={k: v for k, v in settings.items() if v is not None},

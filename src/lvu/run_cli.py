@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import check_limit, check_tags, console, err_console, parse_kv, print_tables
+from lvu.cli_common import ResultsDir, check_limit, check_tags, console, err_console, parse_kv, print_tables
 from lvu.console_output import add_id_column, fold_cells, failure_line
 
 
@@ -246,7 +246,7 @@ def sweep(
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples of each run.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="Samples in flight at once.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every point instead of resuming.")] = False,
-    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Where runs are stored.")] = None,
+    results_dir: ResultsDir = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the HTML reports.")] = False,
 ) -> None:
     """Run a grid of settings, each point its own run, and print points × accuracy.

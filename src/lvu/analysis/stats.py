@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from lvu.scoring.choice import natural_key
+
 DEFAULT_BOOTSTRAP = 1000
 """Resamples per estimate; `--bootstrap N` changes it (0 turns intervals off)."""
 DEFAULT_LEVEL = 0.95
@@ -146,7 +148,7 @@ def label_cells(results: list[Any]) -> tuple[list[float], dict[CellKey, list[int
                 if v is not None:
                     by_key.setdefault(key, {}).setdefault(str(v), []).append(i)
     for key in sorted(by_key):
-        for group in sorted(by_key[key]):
+        for group in sorted(by_key[key], key=natural_key):
             cells[(key, group)] = by_key[key][group]
     return values, cells
 

@@ -4,11 +4,11 @@ bar chart over ordered groups, with confidence intervals), plus the per-sample h
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lvu.analysis.stats import DEFAULT_BOOTSTRAP, Estimate, bootstrap_mean
+from lvu.scoring.choice import natural_key
 from lvu.types import SampleResult
 
 
@@ -103,25 +103,6 @@ def label_values(r: SampleResult, key: str) -> list[str]:
     if v is None:
         return []
     return [str(x) for x in v] if isinstance(v, list) else [str(v)]
-
-
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def natural_key(label: str) -> tuple[Any, ...]:
-    """Sort key of a group label by the numbers in it, then its text: `0%, 25%, 100%` and
-    `8-15s, 15-60s, 900-3600s` (a string sort gives `0%, 100%, 25%`); labels that start with
-    a number come before those that start with text."""
-    parts: list[tuple[int, float, str]] = []
-    at = 0
-    for m in _NUMBER.finditer(label):
-        if m.start() > at:
-            parts.append((1, 0.0, label[at:m.start()]))
-        parts.append((0, float(m.group()), ""))
-        at = m.end()
-    if at < len(label):
-        parts.append((1, 0.0, label[at:]))
-    return (tuple(parts), label)  # the label itself last: `08` and `8` still sort the same way every time
 
 
 def ordered(values: set[str], order: tuple[str, ...] | list[str] = ()) -> list[str]:

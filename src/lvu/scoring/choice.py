@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 
 from lvu.types import LETTERS, Breakdown, SampleResult
 
@@ -36,6 +37,25 @@ def mean_pct(values: list[float]) -> float:
     return 100.0 * sum(values) / len(values) if values else float("nan")
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def natural_key(label: str) -> tuple[Any, ...]:
+    """Sort key of a group label by the numbers in it, then its text: `0%, 25%, 100%` and
+    `8-15s, 15-60s, 900-3600s` (a string sort gives `0%, 100%, 25%`); labels that start with
+    a number come before those that start with text."""
+    parts: list[tuple[int, float, str]] = []
+    at = 0
+    for m in _NUMBER.finditer(label):
+        if m.start() > at:
+            parts.append((1, 0.0, label[at:m.start()]))
+        parts.append((0, float(m.group()), ""))
+        at = m.end()
+    if at < len(label):
+        parts.append((1, 0.0, label[at:]))
+    return (tuple(parts), label)  # the label itself last: `08` and `8` still sort the same way every time
+
+
 def breakdowns_by_label(results: list[SampleResult]) -> list[Breakdown]:
     """Overall accuracy plus one table per label key. Uncounted samples are left out;
     failed samples (error, no score) count as wrong, as official scorers count a missing answer."""
@@ -52,7 +72,7 @@ def breakdowns_by_label(results: list[SampleResult]) -> list[Breakdown]:
             for v in value if isinstance(value, list) else [value]:
                 if v is not None:
                     groups[str(v)].append(score)
-        tables.append(Breakdown(title=key, rows=[(g, len(v), mean_pct(v)) for g, v in sorted(groups.items())]))
+        tables.append(Breakdown(title=key, rows=[(g, len(v), mean_pct(v)) for g, v in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))]))
     return tables
 
 
