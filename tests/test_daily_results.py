@@ -11,16 +11,16 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import fakes  # noqa: F401  (registers the fake benchmark and the fake-follow model)
 from lvu.api import run
-from lvu.cli import app
 from lvu.media.testing import make_video
 from lvu.models.base import Model, register_model
 from lvu.models.testing_server import FakeOpenAIServer
 from lvu.runs.store import Store
 from lvu.types import Prompt, Response, Sample, VideoRef
+
+from test_headline_and_limit import invoke, table_rows  # the CLI runner and table reader those tests use
 
 TRACEBACK = ('Traceback (most recent call last):\n  File "mypkg/models.py", line 12, in generate\n'
              '    return replies[7]\nIndexError: list index out of range\n')
@@ -41,15 +41,6 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def invoke(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def table_rows(output: str) -> list[dict[str, str]]:
-    lines = output.splitlines()
-    header = next(line for line in lines if line.startswith("┃"))
-    names = [c.strip() for c in header.strip("┃").split("┃")]
-    return [dict(zip(names, (c.strip() for c in line.strip("│").split("│")))) for line in lines if line.startswith("│")]
 
 
 def fake_run(results_dir: Path, n: int = 3, **model_args):

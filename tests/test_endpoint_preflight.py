@@ -26,6 +26,8 @@ from lvu.runs.pipeline import EndpointDown, FirstCallsWatch, WrongSetup, watch_e
 from lvu.runs.store import Store
 from lvu.types import Sample, VideoRef
 
+from test_endpoint_faults import kwargs  # the run arguments those tests use
+
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch, tmp_path):
@@ -46,12 +48,6 @@ def write_data(tmp_path, n_videos: int, per_video: int) -> str:
     path = tmp_path / "d.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return str(path)
-
-
-def kwargs(tmp_path, data: str, server_url: str, **model_args) -> dict:
-    return {"settings": {"data": data, "frames": 2}, "results_dir": tmp_path / "res", "show_progress": False,
-            "report": False, "concurrency": 2,
-            "model_args": {"model": "vlm", "base_url": server_url, "backoff": 0.001, **model_args}}
 
 
 def only_run(tmp_path):
