@@ -210,7 +210,7 @@ def test_resize_zero_is_refused_before_a_run_is_stored(tmp_path):
 def test_frames_option_takes_what_the_benchmarks_accept(capsys, monkeypatch, tmp_path):
     """`--frames 1fps` reaches the benchmark (Neptune and LongVideoBench accept it) instead of
     typer refusing every non-integer; a benchmark that takes only counts refuses it in one line."""
-    from lvu.cli_common import frames_setting
+    from lvu.cli.common import frames_setting
     from lvu.runs.grading import make_benchmark
 
     assert frames_setting("32") == 32 and frames_setting(" 0 ") == 0 and frames_setting("1fps") == "1fps"

@@ -362,7 +362,7 @@ def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
 
 def test_bad_arguments_are_one_line_errors(tmp_path, env):
     from lvu.construct.filtering import FilterSettings
-    from lvu.build_filter_cli import split_model_args
+    from lvu.cli.build_filter import split_model_args
     from lvu.errors import LvuError
 
     assert split_model_args(["a", "b"], {"k": 1, "2.k": 2, "1.x": 3}) == [{"k": 1, "x": 3}, {"k": 2}]

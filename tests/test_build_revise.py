@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import lvu.build_filter_cli as build_filter_cli
+import lvu.cli.build_filter as build_filter_cli
 import lvu.construct.revise as revise
 from lvu.benchmarks.jsonl import read_samples, write_samples
 from lvu.cli import app

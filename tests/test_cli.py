@@ -136,7 +136,7 @@ def test_a_full_disk_is_one_line_whatever_command_hit_it(monkeypatch, capsys):
     import errno
     import sqlite3
 
-    from lvu import cli
+    from lvu.cli import root as cli
 
     def build_on_a_full_disk() -> None:
         try:

@@ -193,7 +193,7 @@ def test_cli_flags_and_one_line_errors(videos, tmp_path, monkeypatch):
                               show_progress=False, executor="ray"))
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails
     missing = runner.invoke(app, [*base, "-o", str(tmp_path / "o4"), "--executor", "ray"])
-    assert isinstance(missing.exception, LvuError)  # `lvu` prints it as one line (lvu.cli.main)
+    assert isinstance(missing.exception, LvuError)  # `lvu` prints it as one line (lvu.cli.root)
     assert str(missing.exception) == "--executor ray needs Ray: pip install 'lvu[ray]'"
 
 

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analysis", ("lvu.analysis.**",)),
     ("web", ("lvu.web.**",)),
     ("api", ("lvu.api",)),
-    ("commands", ("lvu.cli", "lvu.cli_common", "lvu.*_cli")),
+    ("commands", ("lvu.cli.**",)),
 ]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import lvu.cli as cli
+import lvu.cli.root as cli
 from lmms_eval_peer import Peer, write_log
 from lvu.benchmarks.longvideobench import random_letter
 from lvu.benchmarks.longvideobench_ref import CATEGORIES as LVB_CATEGORIES

@@ -57,7 +57,7 @@ LOG_KIND = "build-revision"
 
 Reviews = Callable[[Path], "tuple[dict[str, dict[str, Any]], dict[str, str]]"]
 """A queue file -> (accepted records by id, edits applied; rejection reasons by id). The CLI passes
-the review app's reader (lvu.build_filter_cli.review_app_reviews): construct sits below web."""
+the review app's reader (lvu.cli.build_filter.review_app_reviews): construct sits below web."""
 
 
 def qa_digest(sample: Sample) -> str:

@@ -1,7 +1,7 @@
 """Where results are: the one rule every command follows (`results_location`), its wording for
 every `--results-dir` help, the line each command prints, and the error when there are no runs.
 
-Imports only the standard library, so the command modules (cli_common.py) and the viewer's command
+Imports only the standard library, so the command modules (cli/common.py) and the viewer's command
 (web/serve.py) use it without loading the store at `lvu --help` time. lvu.runs.store re-exports
 these names. docs/runs.md, "Where results are".
 """

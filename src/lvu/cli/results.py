@@ -1,4 +1,4 @@
-"""`lvu results ...`: list, show, tag, delete, submit and export stored runs. Registered in lvu/cli.py.
+"""`lvu results ...`: list, show, tag, delete, submit and export stored runs. Registered in lvu/cli/root.py.
 
     lvu results list --benchmark videomme --model fake-smart --tag paper --since 2025-01-01 [--json]
     lvu results show RUN [--json] [--trace SAMPLE_ID]
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import ResultsDir, check_tags
+from lvu.cli.common import ResultsDir, check_tags
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def results_list(
     with no readable answer, the headline score (the benchmark's own overall row; `no answers (N of
     N failed)` when every sample failed), the status, tags and when the run was last updated. When
     the filters keep no run, one line says which filter matched nothing and what is stored (exit 0)."""
-    from lvu.cli_common import console, err_console, open_results
+    from lvu.cli.common import console, err_console, open_results
     from lvu.runs.headline import score_cell
     from lvu.runs.run_names import data_name, model_identity, no_answers
     from lvu.runs.summaries import run_listing
@@ -164,7 +164,7 @@ def results_show(
 ) -> None:
     """Show a run's spec, environment, breakdown tables and failed samples (`--trace ID`: one
     failed sample's stored traceback)."""
-    from lvu.cli_common import console, err_console, open_results, print_tables
+    from lvu.cli.common import console, err_console, open_results, print_tables
     from lvu.console_output import failure_line
     from lvu.runs.engine import benchmark_of
     from lvu.runs.headline import describe_run, headline_of_tables
@@ -225,7 +225,7 @@ def results_show(
 
 def _print_trace(run_id: str, results: list[SampleResult], sample_id: str, as_json: bool) -> None:
     """`results show RUN --trace ID`: the sample's stored traceback, or one line saying why there is none."""
-    from lvu.cli_common import console
+    from lvu.cli.common import console
     from lvu.console_output import failure_line
 
     found = next((r for r in results if r.sample_id == sample_id), None)
@@ -254,7 +254,7 @@ def results_tag(
     results_dir: ResultsDir = None,
 ) -> None:
     """Tag a run (or remove a tag with --untag); `lvu results list --tag NAME` lists the tagged runs."""
-    from lvu.cli_common import console, open_results
+    from lvu.cli.common import console, open_results
 
     check_tags([name])
     store = open_results(results_dir, read_only=False)  # a tag needs a stored run: creates no store
@@ -276,7 +276,7 @@ def results_delete(
     results_dir: ResultsDir = None,
 ) -> None:
     """Delete a run: its row, stored samples and tags, and its reports (reports/<run_id>*.html)."""
-    from lvu.cli_common import console, open_results
+    from lvu.cli.common import console, open_results
 
     store = open_results(results_dir, read_only=False)  # creates no store
     info = store.run(run_id)
@@ -299,7 +299,7 @@ def results_submit(
     results_dir: ResultsDir = None,
 ) -> None:
     """Write a run's predictions in the benchmark's official submission format (hidden-answer splits)."""
-    from lvu.cli_common import console, open_results
+    from lvu.cli.common import console, open_results
     from lvu.runs.engine import benchmark_of
 
     store = open_results(results_dir)
@@ -322,7 +322,7 @@ def results_export(
     results_dir: ResultsDir = None,
 ) -> None:
     """Export one row per sample (run_id, model, data, sample_id, prediction, score, correct, error, ...)."""
-    from lvu.cli_common import err_console, open_results
+    from lvu.cli.common import err_console, open_results
     from lvu.runs.run_names import data_name, model_identity
 
     if format not in ("jsonl", "csv"):

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import (KV_HELP, Executor, RayAddress, RayArgs, Replace, check_limit, console, err_console,
+from lvu.cli.common import (KV_HELP, Executor, RayAddress, RayArgs, Replace, check_limit, console, err_console,
                             parse_kv)
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError

@@ -2,9 +2,9 @@
 option and opening the runs it names (`open_results`), KEY=VALUE parsing, the --limit and --tag
 checks, and the tables of a run's scores.
 
-cli.py registers the commands; the command modules (run_cli.py, results_cli.py, judge_cli.py,
-analysis_cli.py, import_cli.py, web/serve.py's `view`) import these from here, never from cli.py,
-so no command module and cli.py import each other. Imports stay light (typer, rich): `lvu --help`
+cli.py registers the commands; the command modules (cli/run.py, cli/results.py, cli/judge.py,
+cli/analysis.py, cli/importing.py, web/serve.py's `view`) import these from here, never from root.py,
+so no command module and root.py import each other. Imports stay light (typer, rich): `lvu --help`
 loads this module.
 """
 

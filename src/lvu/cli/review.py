@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from lvu.cli_common import console, err_console
+from lvu.cli.common import console, err_console
 
 
 class _ServeByDefault(TyperGroup):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from lvu.cli_common import RESULTS_DIR_HELP
+from lvu.cli.common import RESULTS_DIR_HELP
 
 if TYPE_CHECKING:
     from lvu.errors import LvuError
@@ -53,7 +53,7 @@ def import_results(
     """
     from rich.markup import escape
 
-    from lvu.cli_common import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
+    from lvu.cli.common import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
     from lvu.errors import LvuError
     from lvu.runs.headline import headline_of_tables
     from lvu.runs.importer import import_file

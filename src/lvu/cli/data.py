@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lvu.cli_common import console, parse_kv
+from lvu.cli.common import console, parse_kv
 from lvu.errors import LvuError
 
 BENCHMARK_HELP = ("Benchmark name (`lvu list`), or the path of an lvu JSONL file (or of a folder holding one, "
@@ -88,7 +88,7 @@ def data_stats(
     letters, video lengths in the paper's buckets, subtitle/audio availability, LVBench's capability
     combinations, Neptune's question types and QAD lengths — with the paper's values beside."""
     from lvu.analysis.data_stats import data_stats as compute
-    from lvu.analysis_cli import print_table
+    from lvu.cli.analysis import print_table
     from lvu.runs.grading import make_benchmark
 
     settings = {"video_dir": str(video_dir) if video_dir else None, **parse_kv(setting, "--set")}

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import KV_HELP, Replace, console, err_console, parse_kv
+from lvu.cli.common import KV_HELP, Replace, console, err_console, parse_kv
 from lvu.errors import LvuError
 
 
@@ -80,7 +80,7 @@ def select_command(
         return
     if videos_dir is None or out is None:
         raise LvuError("lvu build select: pass the videos folder and -o OUT (or --print-rules)")
-    from lvu.build_run_cli import print_problems
+    from lvu.cli.build_run import print_problems
     from lvu.construct.runner import run_build
     from lvu.construct.select_pipeline import Select
     from lvu.construct.store import recorded_options

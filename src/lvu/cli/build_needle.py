@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import KV_HELP, Replace, console, err_console, parse_kv
+from lvu.cli.common import KV_HELP, Replace, console, err_console, parse_kv
 from lvu.errors import LvuError
 
 

@@ -39,22 +39,22 @@ bench_app = typer.Typer(help="Performance benchmarks: lvu against its peers, sid
 app.add_typer(bench_app, name="bench")
 cache_app = typer.Typer(help="The shared on-disk frame cache: size, pruning, pre-extraction.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
-from lvu.judge_cli import judge_app  # noqa: E402  (typer + rich only)
+from lvu.cli.judge import judge_app  # noqa: E402  (typer + rich only)
 app.add_typer(judge_app, name="judge")
-from lvu.results_cli import results_app  # noqa: E402  (typer + rich only)
+from lvu.cli.results import results_app  # noqa: E402  (typer + rich only)
 app.add_typer(results_app, name="results")
-from lvu.run_cli import sweep as _sweep_command  # noqa: E402  (typer + rich only)
+from lvu.cli.run import sweep as _sweep_command  # noqa: E402  (typer + rich only)
 app.command("sweep")(_sweep_command)
-from lvu.import_cli import import_results as _import_command  # noqa: E402  (typer + rich only)
+from lvu.cli.importing import import_results as _import_command  # noqa: E402  (typer + rich only)
 app.command("import")(_import_command)
-from lvu.build_cli import build_app  # noqa: E402  (typer + rich only)
+from lvu.cli.build import build_app  # noqa: E402  (typer + rich only)
 app.add_typer(build_app, name="build")
-from lvu.review_cli import review_app  # noqa: E402  (typer + rich only)
+from lvu.cli.review import review_app  # noqa: E402  (typer + rich only)
 app.add_typer(review_app, name="review")
-from lvu.data_cli import data_check as _data_check_command, data_stats as _data_stats_command  # noqa: E402
+from lvu.cli.data import data_check as _data_check_command, data_stats as _data_stats_command  # noqa: E402
 data_app.command("check")(_data_check_command)
 data_app.command("stats")(_data_stats_command)
-from lvu.cli_common import (  # noqa: E402  (shared by the command modules; imported here by name too)
+from lvu.cli.common import (  # noqa: E402  (shared by the command modules; imported here by name too)
     KV_HELP,
     ResultsDir,
     check_limit,
@@ -112,7 +112,7 @@ def run(
     check_limit(limit)
     tags = check_tags(tag)
     if config is not None:
-        from lvu.run_cli import run_spec_file
+        from lvu.cli.run import run_spec_file
 
         run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
                       overrides={"limit": limit} if limit is not None else {}, tags=tags, debug=debug)
@@ -123,7 +123,7 @@ def run(
     settings.update(parse_kv(setting, "--set"))
     benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
     if len(benchmarks) > 1:
-        from lvu.run_cli import run_benchmarks
+        from lvu.cli.run import run_benchmarks
 
         options = {"limit": limit, "concurrency": concurrency, "asr": asr, "decode": decode,
                    "decode_workers": decode_workers, "judge": judge, "judge_args": parse_kv(judge_arg, "--judge-arg"),
@@ -136,7 +136,7 @@ def run(
     if not benchmarks:
         raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
     if len(benchmarks) == 1:  # a path is lvu JSONL data: `-b q.jsonl` runs `-b jsonl --data q.jsonl`
-        from lvu.data_cli import benchmark_and_data
+        from lvu.cli.data import benchmark_and_data
 
         name, path = benchmark_and_data(benchmarks[0], data)
         if name != benchmarks[0]:
@@ -154,7 +154,7 @@ def run(
         from lvu.runs.sweep import add_tags
 
         add_tags(results_dir, summary.run_id, tags)
-    from lvu.run_cli import print_run_end
+    from lvu.cli.run import print_run_end
 
     print_run_end(summary, f"{benchmark} × {model}", limit=limit, results_dir=results_dir, debug=debug)
     raise typer.Exit(1 if summary.n_failed else 0)
@@ -365,7 +365,7 @@ def bench_decode(ctx: typer.Context) -> None:
 from lvu.web.serve import view  # noqa: E402  (the results viewer; fastapi/uvicorn load only when it runs)
 
 app.command("view")(view)
-from lvu import analysis_cli  # noqa: E402  (typer + rich only; reports, comparisons, analyses)
+from lvu.cli import analysis as analysis_cli  # noqa: E402  (typer + rich only; reports, comparisons, analyses)
 for _name in ("report", "compare", "analyse", "certificate"):
     app.command(_name)(getattr(analysis_cli, _name))
 

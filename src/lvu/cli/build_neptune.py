@@ -10,8 +10,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.build_run_cli import print_problems, print_status
-from lvu.cli_common import (KV_HELP, Executor, RayAddress, RayArgs, Replace, check_limit, console, err_console,
+from lvu.cli.build_run import print_problems, print_status
+from lvu.cli.common import (KV_HELP, Executor, RayAddress, RayArgs, Replace, check_limit, console, err_console,
                             parse_kv)
 from lvu.errors import LvuError
 

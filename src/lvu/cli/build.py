@@ -9,7 +9,7 @@
     lvu build convert ucf-crime|ego4d-nlq ANNOTATIONS... VIDEOS -o OUT    MLVU's converted tasks (AR, ER)
     lvu build select VIDEOS --rules longvideobench -o OUT              each paper's video selection
 
-Each command lives in its own module (build_filter_cli.py, build_neptune_cli.py) and is
+Each command lives in its own module (cli/build_filter.py, cli/build_neptune.py) and is
 registered here; like every command module this one imports only typer and rich at module level.
 """
 
@@ -21,20 +21,20 @@ build_app = typer.Typer(help="Build benchmarks: blind filters, Neptune's QAD pip
                         no_args_is_help=True)
 
 # Commands register below, one line each: build_app.command("NAME")(function).
-from lvu.build_filter_cli import filter_command as _filter_command  # noqa: E402  (typer + rich only)
+from lvu.cli.build_filter import filter_command as _filter_command  # noqa: E402  (typer + rich only)
 build_app.command("filter")(_filter_command)
-from lvu.build_run_cli import list_command, run_command, show_command, status_command  # noqa: E402
+from lvu.cli.build_run import list_command, run_command, show_command, status_command  # noqa: E402
 build_app.command("run")(run_command)
 build_app.command("list")(list_command)
 build_app.command("status")(status_command)
 build_app.command("show")(show_command)
-from lvu.build_neptune_cli import neptune_command, subsets_command  # noqa: E402
+from lvu.cli.build_neptune import neptune_command, subsets_command  # noqa: E402
 build_app.command("neptune")(neptune_command)
 build_app.command("subsets")(subsets_command)
-from lvu.build_needle_cli import ladder_command, needle_command  # noqa: E402  (typer + rich only)
+from lvu.cli.build_needle import ladder_command, needle_command  # noqa: E402  (typer + rich only)
 build_app.command("needle")(needle_command)
 build_app.command("ladder")(ladder_command)
-from lvu.build_convert_cli import convert_app  # noqa: E402  (typer + rich only)
+from lvu.cli.build_convert import convert_app  # noqa: E402  (typer + rich only)
 build_app.add_typer(convert_app, name="convert")
-from lvu.build_select_cli import select_command  # noqa: E402  (typer + rich only)
+from lvu.cli.build_select import select_command  # noqa: E402  (typer + rich only)
 build_app.command("select")(select_command)

@@ -1,5 +1,5 @@
 """`lvu run -c spec.yaml` and `lvu sweep`: many runs, one summary table; and what `lvu run` prints
-after one run (`print_run_end`). Registered in lvu/cli.py.
+after one run (`print_run_end`). Registered in lvu/cli/root.py.
 
 Imports stay light (typer, rich): `lvu --help` must not load pydantic models, yaml or the engine.
 """
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import ResultsDir, check_limit, check_tags, console, err_console, parse_kv, print_tables
+from lvu.cli.common import ResultsDir, check_limit, check_tags, console, err_console, parse_kv, print_tables
 from lvu.console_output import add_id_column, fold_cells, failure_line
 
 

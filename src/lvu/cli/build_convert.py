@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import KV_HELP, Replace, console, err_console
+from lvu.cli.common import KV_HELP, Replace, console, err_console
 from lvu.errors import LvuError
 
 convert_app = typer.Typer(help="Convert a dataset's labels into a multiple-choice benchmark, as MLVU did.",
@@ -83,8 +83,8 @@ def _convert(cls: Any, options: dict[str, Any], inputs: list[Path], out: Path, l
              llm_arg: list[str] | None, concurrency: int, replace: bool, quiet: bool) -> None:
     import asyncio
 
-    from lvu.build_run_cli import print_problems
-    from lvu.cli_common import parse_kv
+    from lvu.cli.build_run import print_problems
+    from lvu.cli.common import parse_kv
     from lvu.construct.convert_common import problems_of
     from lvu.construct.runner import run_build
 

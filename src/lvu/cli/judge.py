@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
-from lvu.cli_common import RESULTS_DIR_HELP, RESULTS_DIR_RULE
+from lvu.cli.common import RESULTS_DIR_HELP, RESULTS_DIR_RULE
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -38,7 +38,7 @@ DevFresh = Annotated[bool, typer.Option("--fresh", help="Ask the judge again for
 
 def _make_judge(name: str | None, args: list[str], threshold: float | None = None,
                 threshold_file: Path | None = None) -> Judge:
-    from lvu.cli_common import parse_kv
+    from lvu.cli.common import parse_kv
     from lvu.scoring.judges import make_judge
 
     if not name:
@@ -52,7 +52,7 @@ def _judge_dev(judge: Judge, rows: list[DevRow], dev: Path, concurrency: int, re
     judgement is committed to the ledger as it arrives (lvu.runs.dev_judging): a rerun resumes."""
     import asyncio  # here, not at module level: every `lvu` command would pay for it (~30 ms)
 
-    from lvu.cli_common import err_console
+    from lvu.cli.common import err_console
     from lvu.runs.dev_judging import judge_dev_set
 
     done = asyncio.run(judge_dev_set(judge, rows, dev, results_dir=results_dir, concurrency=concurrency, fresh=fresh))
@@ -100,7 +100,7 @@ def score_run(
     Open-ended and generation samples (and, with --llm-extract, multiple-choice replies without an
     option) are judged and their records updated. Resumable: samples already judged by the same
     judge (model and threshold) are skipped unless --fresh."""
-    from lvu.cli_common import console, err_console, open_results, print_tables
+    from lvu.cli.common import console, err_console, open_results, print_tables
     from lvu.runs.grading import benchmark_of
     from lvu.runs.identity import require_same_data
     from lvu.runs.judging import judge_stored
@@ -140,7 +140,7 @@ def calibrate_command(
     The F1-maximising threshold is stored for this judge; later uses of the same judge (model and
     arguments) load it. Each row's judgement is kept in the results dir's ledger as it arrives: an
     interrupted calibration resumes, and after editing the dev file only the changed rows are asked."""
-    from lvu.cli_common import console
+    from lvu.cli.common import console
     from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set, save_calibration
 
     rows = read_dev_set(dev)
@@ -174,7 +174,7 @@ def eval_command(
     Each metric at its F1-maximising threshold (the shape of Neptune's Table 2); a judge also at
     its own stored (or given) threshold. The paper's Table 2 is printed beside for reference."""
     from lvu.benchmarks.neptune_ref import JUDGE_REFERENCE
-    from lvu.cli_common import console, err_console
+    from lvu.cli.common import console, err_console
     from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set
 
     if not metric and not judge:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from lvu.cli_common import (KV_HELP, Replace, ResultsDir, check_limit, console, err_console, parse_kv)
+from lvu.cli.common import (KV_HELP, Replace, ResultsDir, check_limit, console, err_console, parse_kv)
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     import asyncio
 
     from lvu.analysis.blind import write_filter_summary
-    from lvu.analysis_cli import print_summary, print_table
+    from lvu.cli.analysis import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
     from lvu.construct.revise import write_queue
     from lvu.construct.runner import audit_benchmark

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from lvu.cli_common import ResultsDir, console, err_console, parse_kv
+from lvu.cli.common import ResultsDir, console, err_console, parse_kv
 from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
@@ -61,7 +61,7 @@ def print_summary(lines: list[tuple[str, str]]) -> None:
 def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], object]:
     """The runs named (none: the latest) from the store `open_results` finds (read-only: creates nothing)."""
     from lvu.analysis.runs import load_runs
-    from lvu.cli_common import open_results
+    from lvu.cli.common import open_results
 
     store = open_results(results_dir)
     return load_runs(store, refs), store
@@ -133,7 +133,7 @@ def compare(
     from lvu.runs.run_names import no_answers
 
     if not runs and not paper:  # the two latest runs with answers: A = the older, B = the newer
-        from lvu.cli_common import open_results
+        from lvu.cli.common import open_results
 
         store = open_results(results_dir)
         latest, empty = [], []

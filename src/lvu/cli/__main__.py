@@ -1,0 +1,5 @@
+"""`python -m lvu.cli ...`: the `lvu` command."""
+
+from lvu.cli.root import main
+
+main()
