@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from lvu.benchmarks.settings import BenchmarkSettings, from_defaults, with_defaults
 from lvu.registry import Registry
 from lvu.types import Breakdown  # noqa: F401  (lives with the other nouns; imported from here too)
 from lvu.types import (Audio, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
@@ -31,11 +32,20 @@ class BadRecord(BaseModel):
 
 
 class Benchmark(ABC):
-    """Base class. Subclasses set `defaults` (their paper's input settings) and implement the steps."""
+    """Base class. Subclasses declare `Settings` (a typed model of their settings, defaults = the
+    paper's; lvu.benchmarks.settings) and implement the steps. A plugin may declare a plain
+    `defaults` dict instead (an untyped model is made from it), and a registered variant may
+    override `defaults` to change some of its parent's."""
 
     name: ClassVar[str] = ""
+    Settings: ClassVar[type[BenchmarkSettings]] = BenchmarkSettings
+    """The settings model: every setting's type, range, default and docs."""
     defaults: ClassVar[dict[str, Any]] = {}
-    """Input settings the paper used; users override any of them per run."""
+    """{setting: default} (from `Settings`): input settings the paper used; users override any per run."""
+    settings: dict[str, Any]
+    """This benchmark's settings as validated (the dict hashed into the run id)."""
+    config: BenchmarkSettings
+    """The same settings as the typed model (subclasses narrow the annotation to their own model)."""
 
     expected_counts: ClassVar[dict[str, int]] = {}
     """Questions per split/subset as the paper reports them, checked by `lvu data check`."""
@@ -68,6 +78,9 @@ class Benchmark(ABC):
             from lvu.media.audio import check_mode
 
             check_mode(self.settings["audio"], self.name, self.audio_modes)
+        fields = type(self).Settings.model_fields
+        self.config = type(self).Settings.parse(self.name, {k: v for k, v in self.settings.items() if k in fields})
+        self.settings.update(self.config.as_dict())
 
     @abstractmethod
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
@@ -75,6 +88,12 @@ class Benchmark(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "Settings" in cls.__dict__:  # the typed model is the one source of the defaults
+            cls.defaults = cls.Settings.defaults()
+        elif "defaults" in cls.__dict__:  # a plugin's plain dict, or a variant changing its parent's defaults
+            parent = cls.Settings
+            cls.Settings = (from_defaults(cls.__name__, cls.defaults) if not parent.model_fields
+                            else with_defaults(parent, cls.__name__, cls.defaults))
         plan = cls.__dict__.get("plan")
         if plan is not None and _old_plan_signature(plan):
             cls.plan = _duration_plan(cls, plan)  # type: ignore[method-assign]
