@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("construct", ("lvu.construct.**",)),
     ("analysis", ("lvu.analysis.**",)),
     ("web", ("lvu.web.**",)),
-    ("api", ("lvu.api",)),
+    ("api", ("lvu.api.**",)),
     ("commands", ("lvu.cli.**",)),
 ]
 
