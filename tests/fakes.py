@@ -47,13 +47,17 @@ class FakeBenchmark(Benchmark):
 class FollowModel(Model):
     """Answers the letter the question names, after `delay` seconds (and once the file `gate`
     names exists, when given); fails on ids in `fail`; appends every sample id it is called for to
-    `log` (a file) so tests can count calls."""
+    `log` (a file) so tests can count calls, and to `started` when the call begins (so a test can
+    wait for calls in flight instead of sleeping)."""
 
     def __init__(self, **args) -> None:
         super().__init__(**args)
         self.delay = as_float(self.name, "delay", args.get("delay", 0), 0)
 
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
+        if started := self.args.get("started"):
+            with open(started, "a") as f:
+                f.write(sample_id + "\n")
         await asyncio.sleep(self.delay)
         while (gate := self.args.get("gate")) and not os.path.exists(gate):
             await asyncio.sleep(0.02)
@@ -72,4 +76,4 @@ class FollowModel(Model):
 class NeutralFollowModel(FollowModel):
     """fake-follow whose `delay` and `log` cannot change answers, so they stay out of the run id."""
 
-    run_neutral_args = ("delay", "log", "gate")
+    run_neutral_args = ("delay", "log", "gate", "started")

@@ -40,6 +40,7 @@ def test_label_groups_follow_labels_and_multi_labels():
     assert groups == {"all": [0, 1, 2], "k: a": [0], "k: b": [1], "m: u": [1, 2], "m: v": [1]}
 
 
+@pytest.mark.slow
 def test_blind_table_per_label_and_the_cli(tmp_path):
     jsonl = data(tmp_path)
     results = tmp_path / "results"

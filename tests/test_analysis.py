@@ -89,6 +89,7 @@ def test_paired_bootstrap_per_cell():
 # ---- frame sweeps, single-frame bias, modality ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_frames_curve_single_frame_bias_and_grouping(hay):
     everything = [RunData(i, Store(hay.results_dir).results(i.run_id)) for i in Store(hay.results_dir).runs()]
     groups = frame_sweeps(everything)
@@ -223,6 +224,7 @@ def test_compare_runs_pairs_shared_samples(tmp_path):
 # ---- temporal certificate ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_certificate_reaches_the_known_needles(hay, tmp_path):
     from lvu.analysis.certificate import run_certificates, schedule, summarize
     from lvu.benchmarks.jsonl import read_samples

@@ -130,6 +130,7 @@ def test_one_bool_converter_reads_false_as_false():
     check_known("x", {"a": 1}, {"a", "b"})
 
 
+@pytest.mark.slow
 def test_hf_reads_trust_remote_code_false_as_false(monkeypatch):
     hf = pytest.importorskip("lvu.models.hf")
     pytest.importorskip("transformers")
@@ -199,6 +200,7 @@ def test_limit_below_one_is_refused(tmp_path, limit):
     assert not results.exists()  # nothing stored
 
 
+@pytest.mark.slow
 def test_resize_zero_is_refused_before_a_run_is_stored(tmp_path):
     results = tmp_path / "results"
     out = lvu("run", "-m", "random", "--limit", "2", "--resize", "0", "--results-dir", str(results), "--no-report")

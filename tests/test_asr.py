@@ -13,7 +13,6 @@ import json
 import shutil
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -253,13 +252,22 @@ def test_damaged_cache_entry_is_a_miss(fake_model, tone_video, tmp_path, monkeyp
 
 
 def test_concurrent_calls_run_whisper_once(fake_model, tone_video, monkeypatch):
-    calls = []
+    calls, arrived, change = [], [], threading.Condition()
+    key_lock = asr._key_lock
+
+    def arriving(key: str) -> threading.Lock:
+        with change:
+            arrived.append(key)  # this caller reached the transcript's lock
+            change.notify_all()
+        return key_lock(key)
 
     def slow(*args):
         calls.append(1)
-        time.sleep(0.2)
+        with change:  # whisper runs until all four callers are in (not sleeping and hoping they are)
+            change.wait_for(lambda: len(arrived) == 4, timeout=30)
         return list(CUES)
 
+    monkeypatch.setattr(asr, "_key_lock", arriving)
     monkeypatch.setattr(asr, "_run_whisper", slow)
     results = []
     threads = [threading.Thread(target=lambda: results.append(asr.transcribe(tone_video))) for _ in range(4)]
@@ -308,6 +316,7 @@ def speech_video(tmp_path_factory):
     return path, 1.5, 1.5 + len(samples) / rate
 
 
+@pytest.mark.slow
 def test_transcribes_speech_at_video_time(real_model, speech_video, monkeypatch):
     monkeypatch.delenv(asr.MODEL_ENV, raising=False)  # the default: the packaged tiny.en
     path, start, end = speech_video

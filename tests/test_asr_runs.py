@@ -84,6 +84,7 @@ def heard(prompt: dict) -> bool:
     return "meeting" in text and "red folder" in text
 
 
+@pytest.mark.slow
 def test_jsonl_sample_without_subtitles_gets_the_transcript_with_asr(whisper, speech_video, tmp_path, caplog):
     data = jsonl_data(tmp_path, speech_video)
     res = tmp_path / "res"
@@ -193,6 +194,7 @@ def test_asr_without_the_extra_is_one_line_before_anything_runs(tmp_path, monkey
     assert "\n" not in str(e.value) and not (tmp_path / "res").exists()  # nothing was started
 
 
+@pytest.mark.slow
 def test_cli_asr_without_a_model_exits_2_with_one_line(tmp_path):
     data = jsonl_data(tmp_path, tmp_path / "v.mp4")
     env = {**os.environ, asr.MODEL_ENV: str(tmp_path / "no-model"), "LVU_CACHE_DIR": str(tmp_path / "c")}

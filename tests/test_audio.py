@@ -154,6 +154,7 @@ def test_a_backend_that_cannot_take_audio_refuses_before_any_call(speech, tmp_pa
 # ---- backends ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_openai_backend_sends_the_whole_audio_after_the_frames_with_the_video_s_duration(speech, tmp_path):
     seen: list[list[tuple[str, object]]] = []
 
@@ -202,6 +203,7 @@ def test_gemini_contents_carry_inline_wav_parts_in_order():
 # ---- the speech benchmark: frames alone vs + audio ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ocr_match_hears_the_answer_only_with_audio(speech, whisper, tmp_path):
     pytest.importorskip("rapidocr", reason="rapidocr not installed (pip install 'lvu[ocr]')")
     scores = {}
@@ -244,6 +246,7 @@ def omni(tmp_path_factory) -> Path:
     return build_qwen2_5_omni_thinker(tmp_path_factory.mktemp("omni"))
 
 
+@pytest.mark.slow
 def test_hf_qwen_omni_gets_the_audio_features_in_order(speech, omni, tmp_path, monkeypatch):
     from lvu.models.hf import HFModel
 
@@ -268,6 +271,7 @@ def test_hf_qwen_omni_gets_the_audio_features_in_order(speech, omni, tmp_path, m
     assert frames_needed == 400 and ids.count(audio_id) == 100  # 400 mel frames -> 100 audio tokens
 
 
+@pytest.mark.slow
 def test_hf_without_an_audio_processor_refuses_before_generating(speech, tmp_path):
     pytest.importorskip("torch", reason="torch not installed")
     from tiny_vlms import build_llava

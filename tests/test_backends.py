@@ -93,6 +93,7 @@ def test_approximate_gives_the_keyframe_at_or_before(tmp_video, backend):
     assert b.indices == [150, 0, 0, 25, 25, 75, 50] == [read_index(a) for a in b.data]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rotation,corner", [(0, "tl"), (90, "tr"), (270, "bl")])
 def test_rotation_and_resize(tmp_video, backend, rotation, corner):
     v = tmp_video(seconds=1, gop=10, rotation=rotation)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 from lvu.media import bench
 from lvu.media.benchvideo import BenchVideo, encode, read_code
@@ -24,6 +25,7 @@ def _rows(text: str, header: str) -> dict[str, list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_quick_mode_prints_every_method_with_numbers(tmp_path, capsys):
     assert bench.main(["--quick", "--n", "8", "24", "--video-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out

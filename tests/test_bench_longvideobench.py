@@ -125,6 +125,7 @@ def test_test_split_hides_answers_and_the_file_name_sets_the_split(release):
         BENCHMARKS.get("longvideobench")(data=str(release / "lvb_test_wo_gt.json"), split="val")
 
 
+@pytest.mark.slow
 def test_bad_records_are_one_line_errors_and_data_check_names_every_problem(release, tmp_path):
     root = tmp_path / "broken"
     (root / "subtitles").mkdir(parents=True)

@@ -131,6 +131,7 @@ def test_bad_records_are_one_line_each_and_spare_the_rest(tmp_path):
         LvbenchBenchmark(data=str(tmp_path / "empty")).load()
 
 
+@pytest.mark.slow
 def test_data_check_reports_each_problem_once(release):
     meta = release / "data" / "video_info.meta.jsonl"
     meta.write_text(meta.read_text() + video_line("dupVIDEO01", "cartoon", [qa("55", Q55, "A", ["Speed reading"])]))
@@ -326,6 +327,7 @@ def word_video(path: Path, shown: dict[int, str], seconds: int = 8, fps: int = 2
         out.mux(stream.encode())
 
 
+@pytest.mark.slow
 def test_lvu_run_with_random_and_ocr_match(release, tmp_path):
     word_video(release / "videos" / "wordVIDEO1.mp4", {4: "LANTERN", 5: "LANTERN"})
     meta = release / "data" / "video_info.meta.jsonl"

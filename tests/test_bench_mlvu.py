@@ -479,6 +479,7 @@ class _Echo(Model):
         return Response(text="B) x" if prompt.choices else "A man walks by the sea.")
 
 
+@pytest.mark.slow
 def test_runs_end_to_end_with_baselines(tmp_path, root, monkeypatch):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
     out = subprocess.run([sys.executable, "-m", "lvu.cli", "run", "-b", "mlvu", "-m", "random", "--data", str(root),

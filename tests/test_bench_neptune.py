@@ -164,6 +164,7 @@ def test_bad_records_name_file_record_and_fix(tmp_path, videos):
         bench(data=str(root)).load()
 
 
+@pytest.mark.slow
 def test_data_check_reports_counts_missing_videos_and_transcripts(tmp_path, videos):
     root = release(tmp_path / "chk", videos)
     dup = rec("dup/1", VID_A, answer_choice_3="Two")

@@ -189,6 +189,7 @@ def test_json_is_read_leniently_and_broken_json_names_its_line(tmp_path):
         read_json(path)
 
 
+@pytest.mark.slow
 def test_data_check_reports_counts_media_taxonomy_and_missing_long_subtitles(tmp_path, videos):
     records = json.loads(json.dumps(GROUPED))
     records[0]["questions"][1]["task_type"] = "Dancing"
@@ -407,6 +408,7 @@ CURRENT_PREFIXES = ["The best answer is", "The correct answer is", "The answer i
                     "The correct answer", "The correct option"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(FIXTURES is None, reason="official Video-MME results templates not available")
 def test_official_results_files_score_as_the_official_scorer(tmp_path):
     current = FIXTURES / "videomme_output_test_template.json"

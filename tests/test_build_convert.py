@@ -119,6 +119,7 @@ def sentence_case(text: str) -> bool:
 
 # ---- UCF-Crime -> Anomaly Recognition ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_ucf_crime_gives_one_question_per_video_and_names_every_record_it_skips(ucf, tmp_path):
     done = convert(*ucf_args(ucf, tmp_path / "ar"))
     assert done.exit_code == 0, done.output
@@ -175,6 +176,7 @@ def test_class_names_read_as_the_dataset_spells_them_and_show_in_sentence_case()
     assert canonical_class("Training_Normal_Videos_Anomaly") == "Normal" and canonical_class("Loitering") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, name, content, expected", [
     ("ucf-crime", "nlq_val.json", '{"videos": []}', "not a UCF-Crime annotation file — expected UCF-Crime's temporal"),
     ("ucf-crime", "Anomaly_Test.txt", "hello world\nthis is not it\n", "not a UCF-Crime annotation file"),

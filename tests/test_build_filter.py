@@ -136,6 +136,7 @@ def qad_expected(seeds: int, threshold: int) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_neptune_qad_on_videomme_exact_sets_per_threshold_and_seed_count(tmp_path, env, videomme):
     assert qad_expected(3, 2) != qad_expected(3, 3)  # the fixture has a 2-of-3 question
     with FakeOpenAIServer(answer=vmme_script()) as server:
@@ -164,6 +165,7 @@ def test_neptune_qad_on_videomme_exact_sets_per_threshold_and_seed_count(tmp_pat
     assert (summary["checked"], summary["unchecked"]) == (8, 1)
 
 
+@pytest.mark.slow
 def test_text_only_and_the_kept_file_runs_under_jsonl_with_its_breakdowns(tmp_path, env, videomme):
     out = tmp_path / "out"
     with FakeOpenAIServer(answer=vmme_script()) as server:
@@ -216,6 +218,7 @@ def lvbench(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_lvbench_rule_and_text_only_with_two_models(tmp_path, env, lvbench):
     answers = {q: LVB_OPTS[LETTERS.index(a)] for _, q, a in LVB}
     with FakeOpenAIServer(answer=Script(answers, LVB_PLAN)) as server:
@@ -250,6 +253,7 @@ def neptune(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_neptune_qad_with_five_options_five_seeds_and_a_seed_base(tmp_path, env, neptune):
     answers = {f"How many cats in scene {k}?": NEP_OPTS[k % 5] for k in range(6)}
     plan = {"*": {q: ("not-first" if k < 4 else "garbage") for k, q in enumerate(answers)}}
@@ -282,6 +286,7 @@ def jsonl_data(root: Path, n: int, *, subtitles: bool = False) -> Path:
     return write_samples(root / "mine.jsonl", samples)
 
 
+@pytest.mark.slow
 def test_asr_puts_the_transcript_in_the_prompt_and_is_another_job(tmp_path, env):
     data = jsonl_data(tmp_path / "d", 4, subtitles=True)
     answers = {f"Question number {i}?": "wxyz"[i % 4] for i in range(4)}
@@ -306,6 +311,7 @@ def test_asr_puts_the_transcript_in_the_prompt_and_is_another_job(tmp_path, env)
     assert any(p.startswith("This video's subtitles are listed below:\nspoken clue 1\n") for p in prompts)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_filter_then_resume_gives_the_same_files(tmp_path, env):
     n = 30
     data = jsonl_data(tmp_path / "d", n)
@@ -340,6 +346,7 @@ def test_kill_9_mid_filter_then_resume_gives_the_same_files(tmp_path, env):
 
 # -- the haystack --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
     samples = make_benchmark("haystack").load()[0]  # generated into this test's LVU_CACHE_DIR
     right = {s.id for s in samples if zlib.crc32((s.question + "|".join(s.options)).encode()) % 2 == 0}
@@ -360,6 +367,7 @@ def test_haystack_text_only_removes_exactly_the_scripted_half(tmp_path, env):
     assert "kind: read" in done.stdout and f"{len(samples)} model calls" in done.stdout
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_one_line_errors(tmp_path, env):
     from lvu.construct.filtering import FilterSettings
     from lvu.cli.build_filter import split_model_args
@@ -379,6 +387,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path, env):
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_failed_call_leaves_its_question_undecided_until_the_next_run(tmp_path, env, videomme):
     with FakeOpenAIServer(answer=vmme_script()) as server:
         args = ["build", "filter", "videomme", "--data", str(videomme), "--rule", "text-only", "-o", str(tmp_path / "o"),
@@ -395,6 +404,7 @@ def test_a_failed_call_leaves_its_question_undecided_until_the_next_run(tmp_path
     assert set(removed) == {"001-1", "001-2", "002-2", "003-1"} and len(kept) == 5
 
 
+@pytest.mark.slow
 def test_a_dead_endpoint_stops_the_filter_and_writes_nothing(tmp_path, env, videomme):
     with FakeOpenAIServer(answer=vmme_script(), fault_rate=1.0, faults=("500",)) as server:
         done = lvu("build", "filter", "videomme", "--data", str(videomme), "--rule", "text-only", "-o", str(tmp_path / "o"),
@@ -418,6 +428,7 @@ def test_unreadable_records_are_named_not_dropped_silently(tmp_path):
     assert "1 unreadable record(s) are in neither file" in out.output and "bad.jsonl:2" in out.output
 
 
+@pytest.mark.slow
 def test_a_filter_whose_replies_name_no_option_says_so_and_fails(tmp_path, env):
     """#27: a base model answering `(1)\\n(2)\\n(3)` had every reply unparsable, and the filter said
     `removed: 0 of 60 checked`, every question kept as "no model correct without the video"."""
@@ -436,6 +447,7 @@ def test_a_filter_whose_replies_name_no_option_says_so_and_fails(tmp_path, env):
     assert (summary["checked"], summary["unchecked"], summary["unparsable_replies"]) == (0, 6, 6)
 
 
+@pytest.mark.slow
 def test_a_few_unread_replies_are_counted_apart(tmp_path, env):
     data = jsonl_data(tmp_path / "d", 4)
     answers = {f"Question number {i}?": "wxyz"[i % 4] for i in range(4)}
@@ -465,6 +477,7 @@ def test_decisions_keep_a_short_reply_the_ledger_the_whole_one():
     assert _short_vote({**vote, "reply": "B"})["reply"] == "B"
 
 
+@pytest.mark.slow
 def test_a_filter_of_another_input_into_the_same_folder_is_refused_unless_replace(tmp_path, env):
     """#27 item 3 for `lvu build filter`: other input into an existing -o replaced its files silently."""
     first, other = jsonl_data(tmp_path / "a", 4), jsonl_data(tmp_path / "b", 2)

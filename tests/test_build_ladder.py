@@ -30,6 +30,7 @@ def needle_build(tmp_path_factory) -> Path:
                      root / "out", s).jsonl
 
 
+@pytest.mark.slow
 def test_questions_are_kept_where_their_needle_fits_and_cuts_are_the_first_seconds(needle_build, tmp_path):
     source = read_samples(needle_build)[0]
     result = build_ladder(load_sources([needle_build]), tmp_path / "ladder", (10.0, 20.0))

@@ -59,6 +59,7 @@ def expected(sample) -> list[str | int]:
     return out
 
 
+@pytest.mark.slow
 def test_needles_land_on_the_stated_frames_copying_the_background_between_splices(nqa):
     result, samples = nqa
     assert len(samples) == 6 and result.modes == {"copy": 6}  # 3 depths x 2 lengths, every video spliced by copy
@@ -93,6 +94,7 @@ def test_random_access_reads_the_spliced_file_correctly(nqa):
     assert got == [want[i] for i in picks]
 
 
+@pytest.mark.slow
 def test_audio_length_equals_video_length_and_the_needle_sound_lands_in_its_span(nqa):
     _, samples = nqa
     for s in samples:
@@ -120,6 +122,7 @@ def _best_lag(out: np.ndarray, ref: np.ndarray, at: int, bg_at: int, n: int = 20
     return lag, errors[lag]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exact", [False, True])
 def test_background_sound_is_copied_between_splices_within_half_an_aac_frame(media, tmp_path, exact):
     """Copy (default): every background span's AAC packets are the background's own (decoded, the
@@ -178,6 +181,7 @@ def test_subtitle_cues_move_past_inserted_spans(nqa):
     assert [c.text for c in load_cues(split.subtitles.path)].count("third cue") == 2
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_and_a_rerun_reuses_the_videos(media, nqa, tmp_path):
     first, samples = nqa
     again, same = build(media, tmp_path / "again")
@@ -191,6 +195,7 @@ def test_same_seed_same_bytes_and_a_rerun_reuses_the_videos(media, nqa, tmp_path
         [s.options for s in moved] != [s.options for s in same]
 
 
+@pytest.mark.slow
 def test_order_and_count_questions_say_what_was_inserted(media, tmp_path):
     _, order = build(media, tmp_path / "order", task="order", order_size=3, depths=None, lengths=(20.0,), per_cell=4)
     for s in order:
@@ -249,6 +254,7 @@ def test_a_background_that_cannot_be_copied_is_re_encoded_with_the_same_placemen
         assert decoded(Path(sample.video.path))[0] == expected(sample)
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_errors(media, tmp_path):
     needles = load_needles(media["needles"], seconds=1.5)
     (tmp_path / "short").mkdir()
@@ -274,6 +280,7 @@ def test_bad_inputs_are_one_line_errors(media, tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_the_readme_example_builds_runs_and_draws_the_heatmap(tmp_path):
     root = Path(__file__).resolve().parents[1]
     section = (root / "README.md").read_text().split("\n## Build a benchmark", 1)[1].split("\n## ", 1)[0]

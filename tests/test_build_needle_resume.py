@@ -81,6 +81,7 @@ def full(media) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_kill_9_mid_build_then_the_same_command_gives_the_same_files(media, full, tmp_path):
     out = tmp_path / "killed"
     env = {**os.environ, "COLUMNS": "200", "LVU_CACHE_DIR": str(tmp_path / "cache")}
@@ -103,6 +104,7 @@ def test_kill_9_mid_build_then_the_same_command_gives_the_same_files(media, full
     assert product(out) == product(full)  # no partial .tmp left, every video, subtitle and the JSONL the same
 
 
+@pytest.mark.slow
 def test_a_deleted_video_is_made_again_and_status_and_show_open_the_folder(media, full, tmp_path):
     out = tmp_path / "copy"
     lvu(*needle_argv(media, out))
@@ -118,6 +120,7 @@ def test_a_deleted_video_is_made_again_and_status_and_show_open_the_folder(media
     assert unit["state"] == "done" and unit["output"]["file"] == f"videos/{victim.name}" and unit["output"]["made"]
 
 
+@pytest.mark.slow
 def test_build_run_needle_writes_what_the_shortcut_writes(media, full, tmp_path):
     out = tmp_path / "run"
     lvu("build", "run", "needle", str(media["bg"]), "-o", str(out), "--opt", f"needles={media['needles']}",
@@ -127,6 +130,7 @@ def test_build_run_needle_writes_what_the_shortcut_writes(media, full, tmp_path)
     assert config["pipeline"] == "needle" and config["options"]["depths"][1] == 10.0
 
 
+@pytest.mark.slow
 def test_the_ladder_resumes_from_its_store(full, tmp_path):
     out = tmp_path / "ladder"
     argv = ("build", "ladder", str(full / "needle.jsonl"), "--lengths", "10,20", "-o", str(out))
@@ -138,6 +142,7 @@ def test_the_ladder_resumes_from_its_store(full, tmp_path):
     assert lvu(*argv) == first and product(out) == before
 
 
+@pytest.mark.slow
 def test_a_needle_build_of_another_task_into_the_same_folder_is_refused(media, tmp_path):
     """#27: `lvu build needle --task count -o niah` over an NQA build deleted its videos without a word."""
     out = tmp_path / "niah"

@@ -60,6 +60,7 @@ def readme_example() -> str:
     return next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "neptune_example.py neptune-videos" in b)
 
 
+@pytest.mark.slow
 def test_the_readme_example_builds_a_benchmark_lvu_run_evaluates(tmp_path, env):
     (tmp_path / "tests").symlink_to(ROOT / "tests")  # the example runs from a checkout's root
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_example()], cwd=tmp_path, env=env,
@@ -114,6 +115,7 @@ def _committed(db: Path, stage: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_kill_9_during_captioning_then_resume_gives_the_uninterrupted_build(videos, tmp_path, env):
     """The VLM captioner path (one caption call per frame at 1 fps, 2 kept videos x 18 s) through the
     openai backend and the fake server, whose first reply to each QA and clustering prompt is malformed."""

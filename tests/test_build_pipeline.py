@@ -124,6 +124,7 @@ def test_a_malformed_reply_is_retried_once_with_the_parse_error(videos, tmp_path
     assert state.states["toy.join"]["beta"] == "blocked" and state.states["toy.join"]["alpha"] == "done"
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_loses_and_repeats_nothing_committed(videos, tmp_path):
     out, log = tmp_path / "out", tmp_path / "calls.log"
     child = subprocess.Popen([sys.executable, str(HERE / "build_toy.py"), str(videos), str(out), str(log), "0.3"],

@@ -20,6 +20,8 @@ from lvu.cli import app
 from lvu.models.testing_server import FakeOpenAIServer
 from lvu.types import LETTERS, Sample, VideoRef
 
+pytestmark = pytest.mark.slow  # real build and revise rounds: docs/testing.md
+
 OPTIONS = ["Paris", "Rome", "Oslo", "Lima"]
 
 

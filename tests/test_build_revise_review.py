@@ -24,6 +24,8 @@ from lvu.web.review_protocols import load_protocol  # noqa: E402
 from lvu.web.review_store import ReviewStore  # noqa: E402
 from test_build_revise import OPTIONS, answer_index, blind_model, question  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a real build, review and refilter: docs/testing.md
+
 
 def revise_round(queue: Path, decisions: dict[str, dict]) -> None:
     """Open the queue as `lvu review OUT/revision --protocol videomme-revise` does and post the

@@ -78,6 +78,7 @@ def test_builtin_values_are_the_papers():
                                                                           ("upload_age_days", ">=", "90")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text, expected", [
     ("groups: [{name: a, min_s: 10, max_s: 5}]", "group a: min_s 10 is not below max_s 5"),
     ("groups: [{name: a, mins: 10}]", "groups.0.mins: Extra inputs are not permitted"),
@@ -171,6 +172,7 @@ def test_split_is_stratified_and_seeded():
 # ---- the build -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_select_longvideobench_on_the_corpus(videos, tmp_path):
     out = tmp_path / "lvb"
     done = _select(str(videos), "--rules", "longvideobench", "-o", str(out), "--as-of", "2025-06-01")
@@ -218,6 +220,7 @@ def test_select_neptune_reads_info_json(videos, tmp_path):
     assert why["t04"] == "selected"  # 5 s: Neptune has no minimum
 
 
+@pytest.mark.slow
 def test_targets_and_seed_choose_balanced_samples(videos, tmp_path):
     picks = []
     for seed in (0, 0, 1):
@@ -232,6 +235,7 @@ def test_targets_and_seed_choose_balanced_samples(videos, tmp_path):
     assert bad.exit_code != 0 and "no group 'huge'" in _said(bad)
 
 
+@pytest.mark.slow
 def test_quality_model_hook_applies_the_threshold(videos, tmp_path):
     def quality_checks(out):
         return {r["id"]: next(c for c in r["checks"] if c["rule"] == "quality") for r in _jsonl(out / "evidence.jsonl")
@@ -255,6 +259,7 @@ def test_quality_model_hook_applies_the_threshold(videos, tmp_path):
     assert unknown.exit_code != 0 and "unknown quality model 'no_such_scorer'" in _said(unknown)
 
 
+@pytest.mark.slow
 def test_an_english_only_whisper_cannot_identify_languages(videos, tmp_path):
     pytest.importorskip("faster_whisper")
     from lvu.media.asr import default_model_dir
@@ -266,6 +271,7 @@ def test_an_english_only_whisper_cannot_identify_languages(videos, tmp_path):
     assert done.exit_code != 0 and "English-only Whisper" in _said(done) and isinstance(done.exception, LvuError)
 
 
+@pytest.mark.slow
 def test_build_run_select_is_the_same_pipeline(videos, tmp_path):
     """`lvu build run select` with --opt: the as-of date defaults to today and is recorded."""
     done = CliRunner().invoke(app, ["build", "run", "select", str(videos), "-o", str(tmp_path / "r"), "--opt",
@@ -311,6 +317,7 @@ def test_every_group_of_the_rules_is_in_the_summary_an_empty_one_too(videos, tmp
     assert "│ long " in done.output
 
 
+@pytest.mark.slow
 def test_a_selection_feeds_the_builders(videos, tmp_path):
     """`lvu build neptune OUT/selected.jsonl` (any folder-of-videos builder) takes the selected
     videos, in the selection's order; a broken line or a video gone is one line naming it."""

@@ -78,6 +78,7 @@ def test_duration_filter_bounds_and_evidence():
 # ---- static videos --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_static_video_is_rejected_as_one_cluster(videos):
     result = static_filter(videos["static"])
     assert not result.keep and result.name == "static"
@@ -137,6 +138,7 @@ def test_long_videos_are_clustered_on_at_most_max_frames(videos):
 # ---- talking heads --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_detector_finds_the_face_photo():
     photo = np.asarray(face_photo())
     heights = face_heights(photo)
@@ -144,6 +146,7 @@ def test_detector_finds_the_face_photo():
     assert face_heights(np.full((240, 320, 3), 90, np.uint8)) == []
 
 
+@pytest.mark.slow
 def test_talking_head_video_is_rejected(videos):
     result = talking_head_filter(videos["face"])
     assert not result.keep and result.name == "talking_head" and result.reason.startswith("talking head: 12 of 16")
@@ -153,6 +156,7 @@ def test_talking_head_video_is_rejected(videos):
     assert len(ratios) == 16 and all(r > 0.4 for r in ratios[:12]) and ratios[12:] == [0.0] * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["multi", "static"])
 def test_videos_without_faces_are_kept(videos, name):
     result = talking_head_filter(videos[name])
@@ -160,6 +164,7 @@ def test_videos_without_faces_are_kept(videos, name):
     assert set(result.evidence["face_height_ratios"]) == {0.0}
 
 
+@pytest.mark.slow
 def test_talking_head_thresholds_are_options(videos):
     # faces are ~65 % of the frame height: not talking heads when the bar is 70 %
     assert talking_head_filter(videos["face"], min_face_height=0.7).keep
@@ -177,6 +182,7 @@ def test_only_the_talking_head_filter_rejects_the_face_video(videos):
 # ---- errors ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [static_filter, talking_head_filter])
 def test_unreadable_video_is_a_data_error_naming_the_file(tmp_path, run):
     for path in unreadable_videos(tmp_path):
@@ -194,6 +200,7 @@ def _neptune_select(path, **options):
     return Select(NeptuneOptions(**options).model_dump())._select(str(path))
 
 
+@pytest.mark.slow
 def test_neptune_truncates_long_videos_instead_of_dropping_them(videos):
     """An 18 s video with a 10 s limit stands for a 20-minute one with the paper's 15: kept, and
     every frame-reading filter and later stage sees only the first 10 s."""
@@ -212,12 +219,14 @@ def test_neptune_truncates_long_videos_instead_of_dropping_them(videos):
     assert _neptune_select(videos["multi"], max_seconds=10.0)["decision"].startswith("dropped by the duration")
 
 
+@pytest.mark.slow
 def test_neptune_has_no_minimum_length_unless_asked(tmp_path):
     short = multi_shot_video(tmp_path / "short", [ShotSpec(4.0, (200, 40, 40), "A"), ShotSpec(4.0, (40, 70, 200), "B")])
     assert _neptune_select(short)["keep"]
     assert not _neptune_select(short, min_seconds=16.0)["keep"]
 
 
+@pytest.mark.slow
 def test_neptune_metadata_rules_apply_when_info_json_exists(tmp_path, videos):
     import shutil
 

@@ -48,6 +48,7 @@ def videos(tmp_path_factory):
 # ---- shots --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shots_are_found_at_the_generated_cuts(videos):
     shots = detect_shots(videos["silent"])
     assert len(shots) == len(SHOTS)
@@ -67,6 +68,7 @@ def test_shot_threshold_is_an_option(videos):
 # ---- speech -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_asr_finds_the_spoken_words(videos):
     transcript = transcribe(videos["spoken"])
     assert transcript.source == "asr" and transcript.origin
@@ -106,6 +108,7 @@ def test_a_video_without_audio_has_an_empty_transcript(videos):
 # ---- on-screen text -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ocr_reads_the_burnt_in_text_of_each_shot(videos):
     captions = ocr_frame_captions(videos["silent"])
     assert [c.t for c in captions] == [float(t) for t in range(18)]

@@ -70,6 +70,7 @@ def keys(path: Path) -> list[str]:
     return [r["key"] for r in json.loads(path.read_text())]
 
 
+@pytest.mark.slow
 def test_mma_and_mmh_are_the_papers_definitions(tmp_path: Path) -> None:
     root = make_build(tmp_path / "build", labelled=True)
     with FakeOpenAIServer(answer=ranking) as server:
@@ -88,6 +89,7 @@ def test_mma_and_mmh_are_the_papers_definitions(tmp_path: Path) -> None:
     assert run.exit_code == 0 and "4 samples" in run.output, run.output
 
 
+@pytest.mark.slow
 def test_without_rater_labels_only_mma_is_built(tmp_path: Path) -> None:
     root = make_build(tmp_path / "build", labelled=False)
     with FakeOpenAIServer(answer=ranking) as server:

@@ -194,6 +194,7 @@ def _fill(root, path, times, barrier, queue, key, batch, log):
     queue.put((torn, got.pts_seconds, got.indices, [f.tobytes() for f in got.data]))
 
 
+@pytest.mark.slow
 def test_two_processes_fill_the_same_entry(tmp_path, videos):
     v = videos["a"]
     root = tmp_path / "shared"
@@ -344,6 +345,7 @@ def test_extract_frames_writes_images_and_index(tmp_path, videos, fmt):
         extract_frames(v.path, "uniform:6", out, fmt="gif")
 
 
+@pytest.mark.slow
 def test_warm_caches_good_videos_and_names_the_bad_one(tmp_path, videos, no_decoder):
     bad = tmp_path / "corrupt.mp4"
     data = videos["a"].path.read_bytes()

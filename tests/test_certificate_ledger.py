@@ -16,6 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ledger_reading import committed
@@ -153,6 +154,7 @@ KILLED_JOB = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_certifies_every_sample_once(tmp_path):
     n = 16
     data, results, log = make_data(tmp_path, n), tmp_path / "results", tmp_path / "calls.txt"

@@ -46,6 +46,7 @@ def mixed_data(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_help_on_every_command():
     for args in ([], ["run"], ["list"], ["results"], ["results", "list"], ["results", "show"], ["results", "export"]):
         out = lvu(*args, "--help")
@@ -60,6 +61,7 @@ def test_version():
     assert out.returncode == 0 and out.stdout.strip() == f"lvu {package.__version__}"
 
 
+@pytest.mark.slow
 def test_unknown_names_are_one_line_errors(tmp_path):
     out = lvu("run", "--benchmark", "haystak", "--results-dir", str(tmp_path))
     assert out.returncode == 2
@@ -69,6 +71,7 @@ def test_unknown_names_are_one_line_errors(tmp_path):
     assert out.returncode == 2 and "unknown model 'gpt-7'" in out.stderr
 
 
+@pytest.mark.slow
 def test_bad_inputs_fail_their_sample_only(mixed_data, tmp_path):
     res = tmp_path / "res"
     out = lvu("run", "-b", "jsonl", "--data", str(mixed_data), "-m", "random", "--frames", "4",
@@ -107,6 +110,7 @@ def test_bad_inputs_fail_their_sample_only(mixed_data, tmp_path):
     assert shown.returncode == 0 and "nowhere.mp4" in shown.stdout
 
 
+@pytest.mark.slow
 def test_frames_and_cache_commands(tmp_path):
     make_video(tmp_path / "v.mp4", seconds=6, fps=10, gop=30)
     env = {"LVU_CACHE_DIR": str(tmp_path / "cache")}

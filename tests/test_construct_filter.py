@@ -45,6 +45,7 @@ def data(tmp_path) -> Path:
     return Path(write_samples(tmp_path / "data.jsonl", samples))
 
 
+@pytest.mark.slow
 def test_build_run_blind_filter_writes_what_the_shortcut_writes(tmp_path, env, data):
     short = lvu("build", "filter", str(data), "--rule", "neptune-qad", "-m", "random", "-o", str(tmp_path / "a"), env=env)
     assert short.returncode == 0, short.stderr
@@ -57,6 +58,7 @@ def test_build_run_blind_filter_writes_what_the_shortcut_writes(tmp_path, env, d
     assert not (tmp_path / "a" / "lvu.sqlite").exists()  # the shortcut keeps it in the results folder
 
 
+@pytest.mark.slow
 def test_status_and_show_open_a_filter_folder(tmp_path, env, data):
     done = lvu("build", "filter", str(data), "--rule", "text-only", "-m", "random", "-o", str(tmp_path / "f"), env=env)
     assert done.returncode == 0, done.stderr

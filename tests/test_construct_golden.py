@@ -63,6 +63,7 @@ def test_the_expected_digests_were_recorded_from_the_commit_before_the_refactor(
         assert bool(videos) == (name.startswith(("neptune", "needle", "ladder", "subsets"))), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(EXPECTED_COMMANDS))
 def test_outputs_are_those_of_the_commit_before_the_refactor(built, command):
     assert set(built) == set(EXPECTED_COMMANDS), "the builds run are not the ones recorded"

@@ -53,6 +53,7 @@ def lvu(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(["lvu", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_docs_pipeline_runs_as_printed_and_status_opens_it_from_anywhere(titled, tmp_path):
     work, env = titled
     with FakeOpenAIServer(answer=title_reply) as server:
@@ -80,6 +81,7 @@ def test_the_docs_pipeline_runs_as_printed_and_status_opens_it_from_anywhere(tit
     assert "words" in listed.stdout and "most words in a title" in listed.stdout and "model llm" in listed.stdout
 
 
+@pytest.mark.slow
 def test_bad_options_are_refused_by_the_library_in_one_line(titled):
     work, env = titled
     bad = lvu("build", "run", "titles:Titles", "videos", "-o", "o", "--opt", "words=0", "--model", "llm=openai",
@@ -129,6 +131,7 @@ def test_a_second_builder_into_one_folder_is_refused(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_the_construction_mechanism_imports_no_pipeline():
     from test_layering import import_graph
 
@@ -141,6 +144,7 @@ def test_the_construction_mechanism_imports_no_pipeline():
         assert set(inside) <= set(mechanism), f"{module} imports {sorted(set(inside) - set(mechanism))}"
 
 
+@pytest.mark.slow
 def test_a_build_exported_from_the_store_is_byte_identical_to_the_uninterrupted_one(tmp_path, monkeypatch):
     # Each stage result re-read from the store has its keys sorted; the one just computed once had
     # them in insertion order, so a resumed Neptune build wrote another removed.json.
@@ -162,6 +166,7 @@ def test_a_build_exported_from_the_store_is_byte_identical_to_the_uninterrupted_
     assert {n: (tmp_path / "out" / n).read_bytes() for n in names} == built
 
 
+@pytest.mark.slow
 def test_build_run_neptune_writes_what_the_shortcut_writes(tmp_path, monkeypatch):
     from neptune_example import write_videos
 
@@ -179,6 +184,7 @@ def test_build_run_neptune_writes_what_the_shortcut_writes(tmp_path, monkeypatch
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_a_build_into_another_pipelines_folder_is_refused_and_changes_nothing(titled, tmp_path):
     work, env = titled
     out = work / "nep"
@@ -197,6 +203,7 @@ def test_a_build_into_another_pipelines_folder_is_refused_and_changes_nothing(ti
     assert (out / "kept.jsonl").read_text() == "the neptune build's file\n"
 
 
+@pytest.mark.slow
 def test_an_installed_pipeline_is_found_by_its_entry_point_name(titled, tmp_path):
     """docs/plugins.md's `lvu.pipelines` group: the docs' titles.py declared as an entry point."""
     work, env = titled
@@ -217,6 +224,7 @@ def _titles(work: Path, env: dict, server: FakeOpenAIServer, videos: str, *extra
                "-a", f"llm.base_url={server.base_url}", "-a", "llm.cache=false", "-q", *extra, cwd=work, env=env)
 
 
+@pytest.mark.slow
 def test_a_build_of_other_inputs_or_settings_is_refused_unless_replace(titled):
     """#27: a re-run into an existing -o with other videos or options silently replaced the earlier
     build; now it is refused with what differs, --replace rebuilds and says so, more videos resume."""

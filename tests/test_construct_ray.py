@@ -25,6 +25,8 @@ from lvu.types import Prompt, Response
 
 ray = pytest.importorskip("ray", reason="--executor ray needs lvu[ray]")
 
+pytestmark = pytest.mark.slow  # a local Ray instance: docs/testing.md
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RAY_ARGS = {"num_replicas": 2, "num_cpus": 0.5}

@@ -74,6 +74,7 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_path):
     data = make_dataset(tmp_path, n_videos=12, per_video=4)
     results, log = tmp_path / "results", tmp_path / "calls.txt"
@@ -150,7 +151,7 @@ INTERRUPTED_CLI = textwrap.dedent(
     import fakes
     from lvu.cli import main
     sys.argv = ["lvu", "run", "-b", "fake", "-m", "fake-follow-neutral", "--set", "n=40", "-a", "delay={delay}",
-                "-a", "log={log}", "--concurrency", "4", "--results-dir", {results!r}, "--no-report"]
+                "-a", "log={log}",{extra} "--concurrency", "4", "--results-dir", {results!r}, "--no-report"]
     main()
     """
 )
@@ -180,9 +181,10 @@ def _run_status(db: Path) -> str | None:
         con.close()
 
 
+@pytest.mark.slow
 def test_ctrl_c_lets_samples_in_flight_finish_and_resume_recomputes_nothing(tmp_path):
     results, log = tmp_path / "results", tmp_path / "calls.txt"
-    script = INTERRUPTED_CLI.format(here=str(HERE), delay=0.2, log=str(log), results=str(results))
+    script = INTERRUPTED_CLI.format(here=str(HERE), delay=0.2, log=str(log), results=str(results), extra="")
     db = results / "lvu.sqlite"
     proc = _start(script)
     _wait_for(lambda: len(stored(db)) >= 6, proc)
@@ -204,18 +206,25 @@ def test_ctrl_c_lets_samples_in_flight_finish_and_resume_recomputes_nothing(tmp_
     assert len(calls) == 40 == len(set(calls))  # nothing asked twice: no work was lost to the interrupt
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_abandons_samples_in_flight_and_writes_nothing_half(tmp_path):
-    results, log = tmp_path / "results", tmp_path / "calls.txt"
-    script = INTERRUPTED_CLI.format(here=str(HERE), delay=4.0, log=str(log), results=str(results))
+    results, log, started = tmp_path / "results", tmp_path / "calls.txt", tmp_path / "started.txt"
+    # the model calls wait on a gate that never opens: in flight until abandoned, however slow the box
+    never = tmp_path / "never"
+    extra = f' "-a", "started={started}", "-a", "gate={never}",'
+    script = INTERRUPTED_CLI.format(here=str(HERE), delay=0, log=str(log), results=str(results), extra=extra)
     db = results / "lvu.sqlite"
-    proc = _start(script)
-    _wait_for(lambda: _run_status(db) == "running", proc)
-    time.sleep(1.0)  # the model calls (4 s each) are under way
+    said = tmp_path / "out.txt"
+    with open(said, "w") as out:  # unbuffered, so the test reads each line as it is written
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=out, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    _wait_for(lambda: started.exists() and len(started.read_text().split()) >= 4, proc)  # 4 calls under way
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
+    _wait_for(lambda: "stopping: waiting up to" in said.read_text(), proc)  # the first Ctrl-C was handled
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "abandoning the samples in flight" in out + err
+    proc.wait(60)
+    text = said.read_text()
+    assert proc.returncode == 130, text
+    assert "abandoning the samples in flight" in text
     assert stored(db) == {} and not log.exists()  # the abandoned calls never finished; nothing was stored
     assert _run_status(db) == "interrupted"

@@ -76,6 +76,7 @@ def two_models(tmp_path_factory):
 # ---- item 1: which model, on which data ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_runs_of_two_served_models_differ_in_list_json_and_export(two_models):
     results, ids = two_models
     listed = invoke("results", "list", "--results-dir", results)
@@ -105,6 +106,7 @@ def test_runs_of_two_served_models_differ_in_list_json_and_export(two_models):
     assert "jsonl(q.jsonl) × openai(fake-smart)" in shown.stdout
 
 
+@pytest.mark.slow
 def test_model_and_benchmark_filters_match_what_the_list_shows(two_models):
     results, ids = two_models
 
@@ -118,6 +120,7 @@ def test_model_and_benchmark_filters_match_what_the_list_shows(two_models):
     assert listed("--benchmark", "q.jsonl") == listed("--benchmark", "jsonl(q.jsonl)") == set(ids.values())
 
 
+@pytest.mark.slow
 def test_a_filter_that_matches_nothing_says_why_instead_of_an_empty_table(two_models, tmp_path):
     results, _ = two_models
     out = invoke("results", "list", "--model", "fake-smarter", "--results-dir", results)
@@ -138,6 +141,7 @@ def test_a_filter_that_matches_nothing_says_why_instead_of_an_empty_table(two_mo
 # ---- item 2: where results are ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_subfolder_finds_the_parent_s_lvu_results_and_says_where(tmp_path, monkeypatch):
     ran = fake_run(tmp_path / "lvu-results")
     deeper = tmp_path / "src" / "deeper"
@@ -155,6 +159,7 @@ def test_a_subfolder_finds_the_parent_s_lvu_results_and_says_where(tmp_path, mon
     assert [r["run_id"] for r in json.loads(as_json.stdout)] == [ran.run_id]  # stdout stays pure JSON
 
 
+@pytest.mark.slow
 def test_reading_in_a_folder_without_results_fails_in_one_line_and_creates_nothing(tmp_path, monkeypatch):
     if any((folder / "lvu-results").is_dir() for folder in tmp_path.parents):
         pytest.skip("an lvu-results folder above the test's folder is what the lookup would find")
@@ -182,6 +187,7 @@ def test_reading_in_a_folder_without_results_fails_in_one_line_and_creates_nothi
 # ---- item 5: runs where every sample failed --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_all_failed_run_says_no_answers_and_is_left_out_of_compare(tmp_path):
     failed = fake_run(tmp_path, error=["q000", "q001", "q002"])
     a, b = fake_run(tmp_path, delay=0), fake_run(tmp_path, delay=0.001)
@@ -229,6 +235,7 @@ def test_results_list_counts_replies_with_no_readable_answer(tmp_path):
     assert "4 of 4 replies held no readable answer" in shown.stderr and "q000: '(1)" in shown.stderr
 
 
+@pytest.mark.slow
 def test_stores_of_an_earlier_lvu_list_their_unreadable_count(tmp_path):
     mute = run("fake", "daily-mute", settings={"n": 2}, results_dir=tmp_path, show_progress=False, report=False)
     store = Store(tmp_path)
@@ -245,6 +252,7 @@ def test_stores_of_an_earlier_lvu_list_their_unreadable_count(tmp_path):
 # ---- item 4's command: --trace ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_results_show_trace_prints_a_stored_traceback(tmp_path):
     ran = fake_run(tmp_path, n=4, fail=["q001"], error=["q002"])
     store = Store(tmp_path)

@@ -43,6 +43,7 @@ def folder(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_data_check_takes_the_jsonl_path_and_prints_counts_then_problems(folder):
     out = lvu("data", "check", "q.jsonl", cwd=folder)
     assert out.returncode == 1, out.stderr
@@ -68,6 +69,7 @@ def test_data_check_takes_the_jsonl_path_and_prints_counts_then_problems(folder)
     assert video.returncode == 2 and video.stderr.count("\n") == 1 and "BENCHMARK --data" in video.stderr
 
 
+@pytest.mark.slow
 def test_data_errors_are_reported_and_left_out_of_the_score(folder, tmp_path, monkeypatch):
     out = lvu("run", "-b", "jsonl", "--data", "q.jsonl", "-m", "random", "--frames", "2",
               "--results-dir", str(tmp_path / "res"), "--no-report", cwd=folder)
@@ -113,6 +115,7 @@ def test_a_model_error_is_still_counted_wrong(tmp_path):
     assert summary.tables[0].rows[0][1:] == (4, 75.0)  # q002 wrong among 4; the bad record left out
 
 
+@pytest.mark.slow
 def test_missing_video_line_names_every_path_tried(folder, tmp_path):
     elsewhere = tmp_path / "vids"
     elsewhere.mkdir()
@@ -127,6 +130,7 @@ def test_missing_video_line_names_every_path_tried(folder, tmp_path):
     assert dict(summary.errors)["gone"] == tried
 
 
+@pytest.mark.slow
 def test_an_absolute_video_path_is_also_looked_for_in_video_dir(tmp_path):
     vids = tmp_path / "vids"
     vids.mkdir()
@@ -154,6 +158,7 @@ def test_a_release_loaders_bad_record_and_missing_video_are_left_out_too(tmp_pat
     assert summary.tables[0].rows[-1][:2] == ("overall", 6)
 
 
+@pytest.mark.slow
 def test_run_takes_the_jsonl_path_as_its_benchmark(folder, tmp_path):
     """`lvu run -b q.jsonl` is `lvu run -b jsonl --data q.jsonl`: the same run, resumed."""
     results = ["--results-dir", str(tmp_path / "res"), "--no-report", "-m", "random", "--frames", "1"]

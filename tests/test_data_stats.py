@@ -96,6 +96,7 @@ def test_videomme_tables_follow_table_2_and_hide_the_paper_for_a_partial_release
     assert rows(table(shown, "Questions per duration"))["long"][-1] == 900
 
 
+@pytest.mark.slow
 def test_lvbench_capability_proportions_and_combinations(tmp_path):
     stats = data_stats(make_benchmark("lvbench", {"data": str(lvbench_release(tmp_path))}), paper=True)
     caps = table(stats, "Questions per question_type")
@@ -136,6 +137,7 @@ def test_jsonl_and_build_outputs_get_their_tables_without_a_paper(tmp_path, tmp_
     assert rows(table(stats, "Words per question"))["all"][3] == "1.2"  # answers: 4 x "red"/"green" + "a barcode"
 
 
+@pytest.mark.slow
 def test_cli_reads_a_jsonl_path_and_writes_plots(tmp_path, tmp_video):
     pytest.importorskip("matplotlib", reason="matplotlib not installed")
     video = tmp_video(seconds=2.0).path
@@ -150,6 +152,7 @@ def test_cli_reads_a_jsonl_path_and_writes_plots(tmp_path, tmp_video):
     assert isinstance(bad.exception, LvuError) and "unknown benchmark 'nosuchbench'" in str(bad.exception)
 
 
+@pytest.mark.slow
 def test_mlvu_tasks_and_longvideobench_groups_in_the_papers_order(tmp_path, tmp_video):
     import test_bench_longvideobench as lvb
     import test_bench_mlvu as mlvu

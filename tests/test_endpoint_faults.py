@@ -80,6 +80,7 @@ def questions_asked(server: FakeOpenAIServer) -> set[str]:
 # ---- --fresh recomputes: no answer read from the response cache ----------------------------------------
 
 
+@pytest.mark.slow
 def test_fresh_run_asks_the_model_again_instead_of_reading_the_cache(tmp_path):
     data = write_data(tmp_path, 4)
     with FakeOpenAIServer(answer="The answer is (A).") as server:
@@ -149,6 +150,7 @@ def test_bypass_cache_reaches_wrapped_models():
 # ---- a dead endpoint: one line before the run ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_run_against_a_dead_endpoint_is_one_line_and_exit_2(tmp_path):
     data = write_data(tmp_path, 12)
     url = f"http://127.0.0.1:{closed_port()}/v1"
@@ -240,6 +242,7 @@ def test_endpoint_watch_counts_failures_in_a_row():
     assert not small.saw(True, "x") and small.saw(True, "x")
 
 
+@pytest.mark.slow
 def test_unreachable_is_set_for_connection_failures_only():
     url = f"http://127.0.0.1:{closed_port()}/v1"
     prompt = Prompt(parts=[Text(text="hi")])

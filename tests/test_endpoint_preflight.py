@@ -62,6 +62,7 @@ def only_run(tmp_path):
 # ---- the preflight checks the route it will call ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_preflight_refuses_a_base_url_without_v1_and_names_the_one_that_answers(monkeypatch):
     with FakeOpenAIServer(prefix="/v1") as server:
         root = f"http://127.0.0.1:{server.port}"
@@ -96,6 +97,7 @@ def test_preflight_refuses_a_base_url_without_v1_and_names_the_one_that_answers(
         asyncio.run(OpenAICompat(model="m", base_url=server.base_url).preflight())
 
 
+@pytest.mark.slow
 def test_cli_run_with_a_base_url_without_v1_is_one_line_and_stores_nothing(tmp_path):
     data = write_data(tmp_path, 2, 3)
     with FakeOpenAIServer(prefix="/v1") as server:
@@ -116,6 +118,7 @@ def test_cli_run_with_a_base_url_without_v1_is_one_line_and_stores_nothing(tmp_p
 # ---- a run whose first calls all fail the same way stops ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_whose_first_calls_all_fail_with_the_same_404_stops_and_resumes(tmp_path):
     data = write_data(tmp_path, 3, 10)
     with FakeOpenAIServer(answer="(B)", fault_rate=1.0, faults=("404",)) as server:  # model not found, every call
@@ -163,6 +166,7 @@ def test_first_calls_watch():
 # ---- an endpoint whose every attempt fails stops after DEAD_ENDPOINT_SECONDS -----------------------------
 
 
+@pytest.mark.slow
 def test_run_stops_after_dead_endpoint_seconds_while_calls_still_retry(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "DEAD_ENDPOINT_SECONDS", 1.5)
     data = write_data(tmp_path, 2, 10)

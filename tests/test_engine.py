@@ -1,3 +1,5 @@
+import pytest
+
 import fakes  # noqa: F401  (registers the fake benchmark and model)
 from lvu.api import run
 from lvu.runs.store import Store
@@ -27,6 +29,7 @@ def test_one_failing_sample_never_kills_the_run(tmp_path):
     assert stored["q003"].correct is True and stored["q001"].error
 
 
+@pytest.mark.slow
 def test_resume_recomputes_nothing_and_fresh_recomputes_all(tmp_path):
     log = tmp_path / "calls.txt"
     args = {"log": str(log)}
@@ -68,6 +71,7 @@ def test_run_id_covers_effective_settings_and_data_version():
     assert other.run_id != spec.run_id
 
 
+@pytest.mark.slow
 def test_run_neutral_model_args_stay_out_of_the_run_id(tmp_path):
     first = run("fake", "fake-follow-neutral", settings={"n": 3}, model_args={"delay": 0},
                 results_dir=tmp_path, show_progress=False)

@@ -98,6 +98,7 @@ def test_progress_stage_counts_an_exception_as_failed_and_a_cancel_as_nothing():
     assert (model.done, model.failed, model.in_flight) == (1, 1, 0)
 
 
+@pytest.mark.slow
 def test_process_decoding_gives_the_same_results_through_the_frame_cache(tmp_path, video_data, monkeypatch):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
     kw = {"settings": {"data": str(video_data), "frames": 3}, "show_progress": False, "report": False}

@@ -35,6 +35,7 @@ def test_a_200_without_a_completion_is_retried_a_bounded_number_of_times(server,
     assert len(server.chat_requests()) == 3 and len(m.waits) == 2
 
 
+@pytest.mark.slow
 def test_a_run_at_30_percent_malformed_answers_loses_no_sample(tmp_path, monkeypatch):
     from lvu.api import run
 

@@ -53,6 +53,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 def test_decode_workers_exit_when_the_run_is_killed(tmp_path, monkeypatch, how):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
@@ -82,6 +83,7 @@ TERMINATED_CLI = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_samples_in_flight_marks_the_run_interrupted_and_says_how_to_resume(tmp_path):
     results, log = tmp_path / "results", tmp_path / "calls.txt"
     db = results / "lvu.sqlite"

@@ -102,6 +102,7 @@ READ_WITH_NO_ROOM = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="POSIX file-size limits")
 def test_read_only_commands_and_the_viewer_open_a_store_on_a_full_disk(tmp_path):
     results = tmp_path / "results"
@@ -168,6 +169,7 @@ LONG_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_same_run_started_twice_is_refused_and_a_limit_run_never_marks_it_done(tmp_path):
     results, log, gate = tmp_path / "results", tmp_path / "calls.txt", tmp_path / "gate"
     db = results / "lvu.sqlite"
@@ -187,6 +189,7 @@ def test_the_same_run_started_twice_is_refused_and_a_limit_run_never_marks_it_do
     assert _run_status(db) == "done"
 
 
+@pytest.mark.slow
 def test_a_killed_run_lists_as_interrupted(tmp_path):
     results, log = tmp_path / "results", tmp_path / "calls.txt"
     db = results / "lvu.sqlite"

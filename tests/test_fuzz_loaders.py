@@ -90,12 +90,14 @@ lvbench_questions = st.lists(mutated(LVBENCH_QA), max_size=3)
 lvbench_columns = st.fixed_dictionaries({k: st.lists(st.just(v) | json_values, max_size=3) for k, v in LVBENCH_QA.items()})
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated(VIDEOMME))
 def test_videomme_rows(row):
     survives(videomme_release.row_to_sample, row, benchmark="videomme", video_dir=NOWHERE, subtitle_dir=NOWHERE)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated(LONGVIDEOBENCH), st.sampled_from(["val", "test"]))
 def test_longvideobench_records(record, split):
@@ -125,6 +127,7 @@ def test_lvbench_lines(record):
     assert all("\n" not in b.error for b in bad)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated(JSONL))
 def test_jsonl_records(record):

@@ -30,6 +30,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_same_seed_same_benchmark(small, tmp_path):
     again = generate(tmp_path / "b", **SMALL)
     a, b = _files(small.parent), _files(again.parent)

@@ -101,6 +101,7 @@ def test_the_headline_is_each_benchmarks_own_overall_row():
 # ---- (b) --limit -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_limit_reports_only_what_it_covers_and_never_overwrites_the_full_report(tmp_path):
     results_dir = tmp_path / "r"
     full = run("fake", "fake-follow", settings={"n": 60}, results_dir=results_dir, show_progress=False)
@@ -135,6 +136,7 @@ def test_a_run_with_only_some_samples_stored_is_partial_not_done(tmp_path):
     assert (listed["samples"], listed["status"]) == ("60/60", "done")
 
 
+@pytest.mark.slow
 def test_old_stores_without_a_sample_total_stay_readable(tmp_path):
     import sqlite3
 

@@ -23,6 +23,8 @@ from lvu.api import run  # noqa: E402
 from lvu.runs.store import Store  # noqa: E402
 from lvu.types import Frame, Prompt, Sample, Subtitle, Text, VideoRef  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tiny torch models: docs/testing.md
+
 BUILDERS = {"llava": tiny_vlms.build_llava, "qwen2_vl": tiny_vlms.build_qwen2_vl,
             "qwen2_5_vl": tiny_vlms.build_qwen2_5_vl}
 IMAGE_TOKEN = {"llava": "<image>", "qwen2_vl": "<|image_pad|>", "qwen2_5_vl": "<|image_pad|>"}

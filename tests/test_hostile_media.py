@@ -35,6 +35,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(hostile
             read(hostile[kind])
 
 
+@pytest.mark.slow
 def test_lvu_run_fails_that_sample_and_finishes(hostile, tmp_path):
     make_video(tmp_path / "ok", seconds=2.0, fps=10, gop=10, size=(64, 48))
     rows = [{"id": "fifo", "video": str(hostile["fifo"]), "question": "Q?", "options": ["a", "b"], "answer": 0},

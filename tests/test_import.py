@@ -72,6 +72,7 @@ def assert_same_numbers(results: Path, run_id: str, *score_args: str) -> list[tu
 # ---- the official formats ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_official_videomme_results_file(tmp_path):
     results = tmp_path / "res"
     current = FIXTURES / "videomme_output_test_template.json"
@@ -108,6 +109,7 @@ def test_official_videomme_results_file(tmp_path):
     assert ("overall", "15", "33.3") in assert_same_numbers(results, other, "videomme", str(old))
 
 
+@pytest.mark.slow
 def test_lvbench_answer_file_counts_unknown_uids(lvbench_release, tmp_path):
     answers = tmp_path / "answers.json"  # the official scorer's input; uid 999 is not in this release
     answers.write_text(json.dumps({"55": "D", "56": "A.", "57": "b", "999": "A"}))
@@ -140,6 +142,7 @@ def videomme_payload(qid: str, answer: str) -> dict:
                                           "pred_answer": "", "answer": answer, "videoID": SHORT}}
 
 
+@pytest.mark.slow
 def test_lmms_eval_log_for_videomme(tmp_path, videos):
     root = videomme_release(tmp_path / "release", videos)
     logs = tmp_path / "logs" / "Qwen__Qwen2.5-VL-7B-Instruct"
@@ -177,6 +180,7 @@ def test_lmms_eval_log_for_videomme(tmp_path, videos):
     assert_same_numbers(results, lmms, "videomme", str(log), "--root", str(root), "--set", "compat=lmms-eval")
 
 
+@pytest.mark.slow
 def test_lmms_eval_log_for_lvbench_joins_by_question_text(lvbench_release, tmp_path):
     post = "\nAnswer the question with the option letter"  # lvbench.yaml's post_prompt; 0.7.3 logs no uid
     q57 = "What is the score?\n(A) 1\n(B) 2\n(C) 3\n(D) 4"
@@ -253,6 +257,7 @@ def vlmevalkit_sheet(records, predictions: dict[str, str], sep: str = "\t") -> s
     return buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_vlmevalkit_sheet_for_videomme(tmp_path, videos):
     root = videomme_release(tmp_path / "release", videos)
     folder = tmp_path / "outputs" / "Qwen2-VL-7B-Instruct" / "T20260801_G1234"
@@ -297,6 +302,7 @@ def test_rows_with_the_same_question_text_join_by_video_then_answer(tmp_path, vi
     assert sorted((r.sample.id, r.response) for r in read_saved(bench, sheet).rows) == [("001-1", "C"), ("002-1", "B")]
 
 
+@pytest.mark.slow
 def test_xlsx_sheets_need_openpyxl(tmp_path, videos, monkeypatch):
     root = videomme_release(tmp_path / "release", videos)
     tsv = vlmevalkit_sheet(GROUPED, {"001-1": "C", "001-2": "A"})
@@ -323,6 +329,7 @@ def test_xlsx_sheets_need_openpyxl(tmp_path, videos, monkeypatch):
 # ---- errors and the migration page ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_errors(tmp_path, lvbench_release):
     missing = lvu("import", str(tmp_path / "nope.jsonl"), "-b", "lvbench", "--results-dir", str(tmp_path / "r"))
     assert missing.returncode == 2 and "nope.jsonl: file not found" in missing.stderr
@@ -352,6 +359,7 @@ def shell_commands(markdown: str) -> list[str]:
     return commands
 
 
+@pytest.mark.slow
 def test_migrating_page_commands_are_real(tmp_path):
     page = (REPO / "docs" / "migrating.md").read_text()
     assert "docs/migrating.md" in (REPO / "README.md").read_text()
@@ -388,6 +396,7 @@ def test_a_stray_quote_that_merges_rows_is_refused(tmp_path, videos):
         import_file(sheet, "videomme", settings={"data": str(root)}, results_dir=tmp_path / "res")
 
 
+@pytest.mark.slow
 def test_a_sheet_answering_part_of_the_benchmark_says_so(tmp_path, videos):
     root = videomme_release(tmp_path / "release", videos)
     sheet = tmp_path / "m_Video-MME.tsv"

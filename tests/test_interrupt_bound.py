@@ -86,6 +86,7 @@ def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
         raise AssertionError(proc.communicate())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decode", ["threads", "processes"])
 def test_one_ctrl_c_exits_within_the_grace_and_a_margin_and_resumes(tmp_path, decode):
     assert EXIT_MARGIN <= BOUND - GRACE
@@ -123,6 +124,7 @@ def test_one_ctrl_c_exits_within_the_grace_and_a_margin_and_resumes(tmp_path, de
     assert stored(results) == ("done", 12)
 
 
+@pytest.mark.slow
 def test_the_watchdog_ends_a_process_that_does_not_stop_by_the_bound():
     """The last resort behind the bound: whatever still holds the process (a hung close, a thread
     the interpreter would wait for) is cut short at the bound, with one line and exit 128 + signal."""

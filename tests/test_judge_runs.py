@@ -111,6 +111,7 @@ def judged_view(results: list[SampleResult]) -> dict[str, tuple]:
                           r.judge and r.judge["verdict"], r.judge and r.judge["method"]) for r in results}
 
 
+@pytest.mark.slow
 def test_neptune_open_run_with_a_judge_and_post_hoc_judging_agree(tmp_path, server, env, neptune_root):
     model_args = [x for a in args(server, "vlm") for x in ("-a", a)]
     judge_args = [x for a in args(server, "gem-judge") for x in ("-J", a)]
@@ -286,6 +287,7 @@ DEV_ROWS = [("salt", "salt", 1, 0.9), ("salty", "salt", 1, 0.8), ("sea salt", "s
 (tp 3, fp 1: F1 6/7); every other cut has a lower F1."""
 
 
+@pytest.mark.slow
 def test_calibrate_then_eval_on_a_labelled_dev_set(tmp_path, env):
     p_of = {c: p for c, _, _, p in DEV_ROWS}
 

@@ -372,6 +372,7 @@ def build_judge_llava(path):
     return path, len(tok)
 
 
+@pytest.mark.slow
 def test_hf_logits_path_matches_a_direct_softmax(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     torch = pytest.importorskip("torch", reason="the hf backend needs torch")

@@ -172,6 +172,7 @@ def env(tmp_path) -> dict[str, str]:
             "LVU_CACHE_DIR": str(tmp_path / "cache"), "LVU_RESULTS_DIR": str(tmp_path / "results"), "LVU_OFFLINE": "1"}
 
 
+@pytest.mark.slow
 def test_the_command_on_a_jsonl_file(tmp_path, env):
     path = write_samples(tmp_path / "mine.jsonl", longest_set())
     done = lvu("analyse", "leak", str(path), "--plot", str(tmp_path / "leak.png"), env=env)
@@ -200,6 +201,7 @@ def test_the_command_on_a_jsonl_file(tmp_path, env):
         assert len(refused.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_build_writes_leak_json_and_warns(tmp_path, env):
     path = write_samples(tmp_path / "mine.jsonl", longest_set(60))
     done = lvu("build", "filter", str(path), "--rule", "text-only", "-m", "random", "-o", str(tmp_path / "f"), env=env)

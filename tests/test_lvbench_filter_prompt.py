@@ -106,6 +106,7 @@ def right_letter(body: dict) -> str:
     return LETTERS[i % 4] if i < 2 else LETTERS[(i + 1) % 4]
 
 
+@pytest.mark.slow
 def test_allow_single_filters_with_the_prompt_and_says_so(tmp_path, data):
     with FakeOpenAIServer(answer=right_letter) as server:
         args = ["build", "filter", str(data), "--rule", "lvbench", "-m", "openai", "-a", "model=m", "-a",

@@ -147,6 +147,7 @@ def test_the_prompt_is_figure_7_byte_for_byte_then_lvus_schema_and_the_caption()
     assert sent.index(FIGURE_7[2]) < sent.index(JSON_FORMAT) < sent.index(FIGURE_7[3])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PAPER is None, reason="the MLVU paper text (shared/seeds/*.txt) is not here")
 def test_every_printed_line_of_figure_7_is_in_the_prompt_lvu_sends(built):
     assert PAPER is not None and list(FIGURE_7) == PAPER  # the figure's four paragraphs, as printed
@@ -194,6 +195,7 @@ def test_a_rerun_asks_nothing_and_writes_the_same_file(built):
     assert "0 videos made; 5 already there" in built["rerun_output"]
 
 
+@pytest.mark.slow
 def test_answer_positions_are_planned_not_the_models(built, media, tmp_path):
     """The answers sit where the plan put them (build.json), whatever place the model gave them."""
     config = json.loads((built["out"] / "build.json").read_text())
@@ -228,6 +230,7 @@ def test_answer_positions_cycle_per_question_slot():
     assert answer_positions(["a", "b", "a"], seed=0).keys() == {"a", "b"}  # a needle shown twice: one draw
 
 
+@pytest.mark.slow
 def test_switching_to_llm_questions_re_encodes_no_video(media, tmp_path):
     out = tmp_path / "switch"
     done = cli(*needle_argv(media, out, None))
@@ -248,6 +251,7 @@ def test_switching_to_llm_questions_re_encodes_no_video(media, tmp_path):
 # ---- failures ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_malformed_reply_is_asked_once_more_then_the_unit_fails_in_one_line(media, tmp_path):
     three = json.dumps([question("Which colour is the card?", ["red", "green", "blue"], "green")])
     replies = {**GOOD, CAPTIONS["making_jewelry"]: ["Sure! I will write three questions.", GOOD[CAPTIONS["making_jewelry"]]],
@@ -276,6 +280,7 @@ def test_a_malformed_reply_is_asked_once_more_then_the_unit_fails_in_one_line(me
     assert "0 videos made; 5 already there" in done.output and (out / "needle.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_a_needle_without_a_caption_is_one_line_naming_it_and_the_fix(media, tmp_path):
     needles = tmp_path / "needles"
     shutil.copytree(media["needles"], needles)
@@ -319,6 +324,7 @@ def test_a_jsonl_needles_caption_and_its_absence(media, tmp_path):
     assert sum(m["owner"] for m in marked) == len({m["needle"] for m in marked}) == 2  # one owner per needle
 
 
+@pytest.mark.slow
 def test_options_that_do_not_fit_are_refused_before_anything_runs(media, tmp_path):
     with pytest.raises(LvuError, match="questions=llm writes Needle QA questions .task nqa., not task count"):
         NeedlePipeline({"needles": "x", "task": "count", "questions": "llm"})
@@ -333,6 +339,7 @@ def test_options_that_do_not_fit_are_refused_before_anything_runs(media, tmp_pat
 # ---- captions made by a model, and `lvu build run needle` ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_vlm_captions_and_build_run_needle(media, tmp_path):
     needles = tmp_path / "needles"
     needles.mkdir()

@@ -74,6 +74,7 @@ def _plan_samples(media: dict[str, Path], needles, s: NeedleSettings) -> list:
             for j in plan_build(find_backgrounds(media["bg"]), needles, s)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_count", [4, 7])
 def test_no_options_only_rule_beats_chance_on_a_built_action_count_set(media, labelled, max_count):
     """The audit (lvu analyse leak) on 400 count questions: every rule within chance. The old
@@ -90,6 +91,7 @@ def test_no_options_only_rule_beats_chance_on_a_built_action_count_set(media, la
     assert {r.rule for r in result.rows if r.verdict == "ok"} >= {"numeric-prior", "position-prior", "answer-prior"}
 
 
+@pytest.mark.slow
 def test_no_options_only_rule_beats_chance_on_a_built_action_order_set(media, labelled, tmp_path):
     from lvu.analysis.leak import audit
 

@@ -170,6 +170,7 @@ def _build(videos: Path, out: Path, server: FakeOpenAIServer):
     return CliRunner().invoke(app, args)
 
 
+@pytest.mark.slow
 def test_a_build_records_the_failed_decoy_call_and_exports_the_release_fields(videos, tmp_path, monkeypatch):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -400,6 +400,7 @@ def _with_retry(server, text: str, parse, *args):
         return parse(_ask(server, [Prompt(parts=[Text(text=P.retry_prompt(text, reply, e))])])[0], *args)
 
 
+@pytest.mark.slow
 def test_scripted_llm_round_trip_through_every_stage():
     replies = ScriptedReplies(frame_text="index", malformed_first={"qa", "clustering"})
     with FakeOpenAIServer(answer=replies) as server:

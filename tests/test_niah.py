@@ -40,6 +40,7 @@ def runs(tmp_path_factory) -> tuple[Path, dict[int, str]]:
     return root / "results", ids
 
 
+@pytest.mark.slow
 def test_the_heatmap_shows_accuracy_where_frames_cover_the_needles(runs, tmp_path):
     results, ids = runs
     data = load_runs(Store(results), [ids[3], ids[40]])
@@ -64,6 +65,7 @@ def test_the_heatmap_shows_accuracy_where_frames_cover_the_needles(runs, tmp_pat
     assert (tmp_path / "niah.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_report_and_cli_include_the_heatmap(runs, tmp_path):
     results, ids = runs
     data = load_runs(Store(results), [ids[3], ids[40]])

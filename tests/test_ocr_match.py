@@ -126,6 +126,7 @@ def evaluate(bench: HaystackBenchmark, models: dict, frames: int) -> dict[str, f
     return {"chance": chance, **{name: 100 * float(np.mean(v)) for name, v in scores.items()}}
 
 
+@pytest.mark.slow
 def test_ocr_match_beats_random_on_a_small_haystack(tmp_path):
     data = generate(tmp_path / "hay", seed=0, n_videos=3, scale=0.35)
     bench = HaystackBenchmark(data=str(data))

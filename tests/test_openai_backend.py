@@ -188,6 +188,7 @@ def test_logprobs_per_token(server):
 # ---- faults --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_retries_get_through_injected_faults(server):
     server.retry_after = 2
     server.script("429", "500", "drop", "503", "timeout")
@@ -261,6 +262,7 @@ def test_unreachable_server(server, http):
     assert r.error.startswith(f"openai: cannot reach http://127.0.0.1:{port}/v1 (after 2 attempts)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 def test_both_transports_send_the_same_request(server, http):
     server.script("500", "timeout")
@@ -279,6 +281,7 @@ def test_both_transports_send_the_same_request(server, http):
         OpenAICompat(model="x", base_url=server.base_url, http="h2")
 
 
+@pytest.mark.slow
 def test_max_concurrency_bounds_requests_in_flight(server):
     server.latency = 0.1
     rs = generate(model(server, max_concurrency=2, cache=False), *[prompt(i) for i in range(6)])
@@ -286,6 +289,7 @@ def test_max_concurrency_bounds_requests_in_flight(server):
     assert server.max_in_flight == 2 and len(server.chat_requests()) == 6
 
 
+@pytest.mark.slow
 def test_hundreds_of_requests_are_in_flight_at_once(server):
     # aiohttp's own connector default is 100 connections: at --concurrency 256 the transport
     # must not queue the rest (the SDK's client allows 1000); benchmarks/api_throughput.py runs 256.
@@ -459,6 +463,7 @@ def test_engine_run_against_the_server(tmp_path):
     assert SECRET not in json.dumps(info.env) + info.spec.model_dump_json()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 def test_timeout_is_a_deadline_for_the_whole_reply(server, http):
     """#27: `timeout=` was an idle-read timeout: a server sending a byte every 0.2 s held an attempt

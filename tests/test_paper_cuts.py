@@ -122,6 +122,7 @@ def test_the_chain_app_answers_pages_the_same_way(tmp_path):
 # ---- lvu import ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_errors_name_the_flags_import_has(tmp_path):
     log = tmp_path / "20260801_120000_samples_lvbench.jsonl"  # fine as a log; no release given
     log.write_text(json.dumps({"doc_id": 0, "target": "A", "filtered_resps": "A", "input": "Q?\n(A) x\n(B) y"}) + "\n")
@@ -137,6 +138,7 @@ def test_import_errors_name_the_flags_import_has(tmp_path):
     assert not (tmp_path / "res").exists()  # a refused import stores nothing
 
 
+@pytest.mark.slow
 def test_an_imported_run_records_no_frames_it_was_not_told(tmp_path):
     results = tmp_path / "res"
     official = FIXTURES / "videomme_output_test_template.json"  # answers only: nothing about frames

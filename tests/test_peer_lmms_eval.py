@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 import lvu.cli.root as cli
+import lvu.cli.scoring as scoring_cli
 from lmms_eval_peer import Peer, write_log
 from lvu.benchmarks.longvideobench import random_letter
 from lvu.benchmarks.longvideobench_ref import CATEGORIES as LVB_CATEGORIES
@@ -84,8 +85,8 @@ def lvu_score(monkeypatch, benchmark: str, log: Path, data: Path, *options: str)
     """`lvu score BENCH LOG --data DATA --set compat=lmms-eval`: {table title: {row: (n, score %)}}
     of every table it prints (captured at full precision on the way to the console)."""
     printed = []
-    real = cli.print_tables
-    monkeypatch.setattr(cli, "print_tables", lambda tables, title: (printed.extend(tables), real(tables, title)))
+    real = scoring_cli.print_tables
+    monkeypatch.setattr(scoring_cli, "print_tables", lambda tables, title: (printed.extend(tables), real(tables, title)))
     args = ["score", benchmark, str(log), "--data", str(data), "--set", COMPAT, *options]
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output

@@ -61,6 +61,7 @@ def invoke(*args: str | Path):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+@pytest.mark.slow
 def test_a_raising_plugin_keeps_its_traceback_and_the_failure_line_says_where_to_read_it(tmp_path, monkeypatch):
     path, line = plugin(tmp_path, monkeypatch, "red_plugin_a")
     results = tmp_path / "results"

@@ -68,6 +68,7 @@ def env(tmp_path_factory) -> dict[str, str]:
 # ---- docs/plugins.md, as written ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plugins_page_runs_as_written(tmp_path, env):
     text = DOC.read_text()
     work = tmp_path / "my_project"
@@ -115,6 +116,7 @@ def test_plugins_page_runs_as_written(tmp_path, env):
         ("my_benchmark:CsvQuiz", "my_models:Always"), ("csv-quiz", "always")}
 
 
+@pytest.mark.slow
 def test_plugins_page_error_lines_are_what_lvu_prints(tmp_path, env):
     """Each documented `error: KIND 'NAME': ...` line is the one `lvu run -m NAME` (-b) prints."""
     text = DOC.read_text()
@@ -153,6 +155,7 @@ def tiny_jsonl(tmp_path) -> Path:
     return tmp_path / "data.jsonl"
 
 
+@pytest.mark.slow
 def test_entry_point_model_is_listed_and_runs(tmp_path, env, tiny_jsonl):
     site = tmp_path / "site"
     site.mkdir()

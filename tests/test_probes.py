@@ -207,6 +207,7 @@ def test_socratic_captioner_failure_fails_the_sample(tmp_path):
     assert model.answerer.prompts == []
 
 
+@pytest.mark.slow
 def test_socratic_with_ocr_captions_reads_the_frame(tmp_path):
     pytest.importorskip("rapidocr")
     from test_ocr_match import word_frame
@@ -242,6 +243,7 @@ def lvu(*args: str, env_extra: dict) -> subprocess.CompletedProcess:
                           text=True, env={**os.environ, **env_extra})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,args", [
     ("blind", ["-a", "base=random", "-a", "base.seed=2"]),
     ("blind-asr", ["-a", "base=random", "-a", 'base_args={"seed": 2}']),

@@ -25,6 +25,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.slow
 def test_lvu_run_logs_plain_progress_lines_when_stdout_is_a_file(tmp_path):
     from lvu.benchmarks.haystack import generate
 

@@ -10,8 +10,8 @@ import os
 import re
 import subprocess
 import sys
-import time
 
+import pytest
 from rich.console import Console
 
 from lvu.media.testing import make_video
@@ -98,6 +98,7 @@ def test_pipeline_progress_shows_the_model_rows_note_in_plain_lines_and_on_a_ter
     assert "retrying" not in tty.getvalue().splitlines()[-2]
 
 
+@pytest.mark.slow
 def test_lvu_run_log_shows_calls_waiting_to_be_retried(tmp_path):
     make_video(tmp_path / "v.mp4", seconds=2, fps=10, gop=10, size=(64, 48))
     lines = [Sample(id=f"q{i}", benchmark="jsonl", video=VideoRef(path="v.mp4"), question=f"Question {i}?",
@@ -127,18 +128,26 @@ def test_a_finished_stage_is_logged_once_in_plain_mode():
     ends, not again at every later tick nor at the end of the build."""
     out = io.StringIO()
     progress = LoggedProgress(*stage_columns(6), console=Console(file=out, width=200, force_terminal=False),
-                              interval=0.01, title="lvu build toy")
+                              interval=0, title="lvu build toy")  # no ticker thread: tick() below is its tick
+
+    def tick() -> None:
+        """What the ticker prints every interval, here at chosen moments (not by sleeping and hoping)."""
+        for line in progress.plain_lines():
+            progress.say(line)
+
     with progress:
         first = progress.add_task("select", total=2, failed=0)
         progress.update(first, advance=2)
-        time.sleep(0.1)  # ticks after the first stage ended
+        tick()  # ticks after the first stage ended
+        tick()
         second = progress.add_task("shots", total=3, failed=0)
         progress.update(second, advance=1)
-        time.sleep(0.1)
+        tick()
         progress.update(second, advance=2)
-        time.sleep(0.1)
+        tick()
         third = progress.add_task("speech", total=2, failed=0)
         progress.update(third, advance=1)
+        tick()
     lines = out.getvalue().splitlines()
     assert lines[0] == "lvu build toy"
     for stage, ended in (("select 2/2", "complete"), ("shots 3/3", "complete"), ("speech 1/2", "stopped")):

@@ -24,6 +24,8 @@ from lvu.types import Prompt, Response
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs lvu[ray]")
 
+pytestmark = pytest.mark.slow  # a local Ray instance: docs/testing.md
+
 HERE = Path(__file__).parent
 RAY_ARGS = {"num_replicas": 2, "num_cpus": 0.5, "group_size": 3}
 """Two replicas of half a CPU each leave one CPU of the 2-CPU instance for decode tasks."""

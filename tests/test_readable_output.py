@@ -47,6 +47,7 @@ def test_piped_results_list_keeps_whole_run_ids_at_80_columns(web):
     assert "…" not in out.stdout
 
 
+@pytest.mark.slow
 def test_piped_list_shows_whole_descriptions_at_80_columns():
     from lvu.models import load_all
     from lvu.models.base import MODELS
@@ -106,6 +107,7 @@ def test_run_help_shows_extras_and_no_type_on_flags():
     assert "fps:F[:max=M]" in plan.stdout
 
 
+@pytest.mark.slow
 def test_readme_cache_prune_lines_paste_and_run(tmp_path):
     lines = [ln for ln in README.read_text().splitlines() if ln.startswith("lvu cache prune")]
     assert lines

@@ -48,6 +48,7 @@ def reports(hay, tmp_path_factory):
     return runs, html, md_path
 
 
+@pytest.mark.slow
 def test_html_report_has_official_tables_cis_plots_and_sample_links(reports):
     runs, html, _ = reports
     for run in runs:
@@ -65,6 +66,7 @@ def test_html_report_has_official_tables_cis_plots_and_sample_links(reports):
     assert html.count("<tr class=ok") == sum(1 for run in runs for r in run.results if r.correct)
 
 
+@pytest.mark.slow
 def test_markdown_report_has_the_same_numbers(reports):
     _, html, md_path = reports
     md = md_path.read_text()
@@ -92,6 +94,7 @@ def test_post_run_report_is_the_full_report(hay, tmp_path):
     assert "Answer letters" in html and "data:image/png" in html and CI.search(html)
 
 
+@pytest.mark.slow
 def test_videomme_table4_with_and_without_subtitles(tmp_path):
     flips = {"001-2": "right", "002-1": "right"}
     without, with_subs = videomme_results("videomme"), videomme_results("videomme-sub", flips)
@@ -113,6 +116,7 @@ def test_videomme_table4_with_and_without_subtitles(tmp_path):
     assert "Beside the paper" in [s.title for s in built.sections]  # Table 4 rows with 10 frames
 
 
+@pytest.mark.slow
 def test_commands(hay, tmp_path):
     res = str(hay.results_dir)
     out = lvu("report", "--results-dir", res, "--bootstrap", "50", "-o", str(tmp_path / "latest.html"))
@@ -143,6 +147,7 @@ def test_commands(hay, tmp_path):
     assert out.returncode == 2 and "no paper reference numbers" in out.stderr
 
 
+@pytest.mark.slow
 def test_compare_paper_command_shows_errata(tmp_path):
     from lvu.benchmarks.longvideobench import LEVELS
     from lvu.benchmarks.longvideobench_ref import CATEGORIES, DURATIONS

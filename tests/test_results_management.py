@@ -93,6 +93,7 @@ def test_delete_with_yes_asks_nothing_and_bad_ids_are_one_line_errors(tmp_path):
 # ---- tags -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tag_untag_and_filter_by_tag(tmp_path):
     a, b = one_run(tmp_path, 2), one_run(tmp_path, 3)
     assert invoke("results", "tag", a.run_id, "paper", "--results-dir", tmp_path).exit_code == 0
@@ -128,6 +129,7 @@ def test_run_and_sweep_store_their_tags(tmp_path):
 # ---- list filters, date column, --json ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_list_filters_by_benchmark_model_and_since(tmp_path):
     a = one_run(tmp_path, 2)
     b = one_run(tmp_path, 2, benchmark="fake-framed")

@@ -24,7 +24,7 @@ from browser_util import assert_not_blank, chrome, element_pixels, lvu_server, n
 from lvu.media.testing import read_index  # noqa: E402
 from review_toy import QUESTIONS, build  # noqa: E402
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]  # a real Chromium: docs/testing.md
 DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 FIXED = "It walks across the stage from left to right, then leaves."
 

@@ -110,6 +110,7 @@ def _lvu(*args: str):
     return subprocess.run([sys.executable, "-m", "lvu.cli", "review", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_review_commands_export_and_stats(decided, toy, tmp_path):
     db = str(decided.store.path)
     done = _lvu("export", str(toy.data), "-o", str(tmp_path / "final"), "--db", db)
@@ -126,6 +127,7 @@ def test_review_commands_export_and_stats(decided, toy, tmp_path):
     assert "3 accepted" in partial.stdout  # plain's one decision now counts as a majority
 
 
+@pytest.mark.slow
 def test_review_of_nothing_is_a_one_line_error(tmp_path):
     done = _lvu(str(tmp_path / "missing"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no such file or folder" in done.stderr
@@ -207,6 +209,7 @@ def test_a_symlinked_folder_inside_final_is_not_followed(decided, tmp_path):
     assert (elsewhere / "clip.srt").read_text() == "mine" and not (elsewhere / "clip.srt").is_symlink()
 
 
+@pytest.mark.slow
 def test_export_onto_its_own_input_is_refused_and_changes_nothing(decided, toy, tmp_path):
     files = {p: p.read_bytes() for p in toy.data.rglob("*") if p.is_file()}
     for out in (toy.data, toy.data.parent):
@@ -257,6 +260,7 @@ def test_insert_or_replace_cannot_rewrite_a_saved_version(decided):
     assert decided.store.verify_log().broken is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", ["edit", "delete", "insert"])
 def test_a_rewritten_log_is_reported_by_export_and_stats(decided, toy, tmp_path, tamper):
     db = str(decided.store.path)

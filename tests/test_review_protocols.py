@@ -276,6 +276,7 @@ def test_an_edited_question_keeps_its_referring_query_where_its_words_are(toy):
     assert applied(base, EditDecision(status="draft", question=base.question)).referring_query == (10, 17)
 
 
+@pytest.mark.slow
 def test_longvideobench_export_runs_with_the_longvideobench_loader(toy, tmp_path):
     import subprocess
     import sys
@@ -317,6 +318,7 @@ def test_longvideobench_export_runs_with_the_longvideobench_loader(toy, tmp_path
     assert samples["clip/1"].labels["question_category"] == "E3E" and samples["clip/1"].extra["position"] == [62]
 
 
+@pytest.mark.slow
 def test_cli_refuses_an_unknown_or_different_protocol_in_one_line(toy, tmp_path):
     import subprocess
     import sys

@@ -21,7 +21,7 @@ from browser_util import chrome, lvu_server, needs_chromium  # noqa: E402
 from review_toy import QUESTIONS, build  # noqa: E402
 from test_review_browser import css, shoot, status_is, wait  # noqa: E402
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]  # a real Chromium: docs/testing.md
 QUERY = "after it enters at 00:05"
 EDITED = "Right after it enters at 00:05, what does the fox do on the stage?"
 NEW_OPTION = "It crosses the stage and goes off on the other side."

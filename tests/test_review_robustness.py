@@ -11,6 +11,9 @@ import logging
 import socket
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -89,11 +92,38 @@ def test_an_oversized_body_is_refused_before_it_is_read(live):
         assert reply.startswith(b"HTTP/1.1 413"), (framing, reply[:80])
 
 
-def test_a_locked_store_stalls_no_one_and_answers_a_json_503(live, tmp_path):
+class WriteSignals:
+    """A store connection that says when a write transaction begins, then holds it until `release`:
+    the test knows the write is under way inside the store (no sleeping and hoping it got there),
+    and the write meets the real lock only when the test lets it go on."""
+
+    def __init__(self, conn: sqlite3.Connection, waiting: threading.Event, release: threading.Event) -> None:
+        self.conn, self.waiting, self.release = conn, waiting, release
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.startswith("BEGIN IMMEDIATE"):
+            self.waiting.set()
+            self.release.wait(60)  # a bound for a broken app, not a timing
+        return self.conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def test_a_locked_store_stalls_no_one_and_answers_a_json_503(live, monkeypatch):
     port, review = live
-    review.store.busy_timeout = 3.0
+    review.store.busy_timeout = 0.2  # the lock below is held throughout: the write fails once it meets it
     holder = sqlite3.connect(review.store.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    waiting, release = threading.Event(), threading.Event()
+    opened = review.store.db
+
+    @contextmanager
+    def db() -> Iterator[WriteSignals]:
+        with opened() as conn:
+            yield WriteSignals(conn, waiting, release)
+
+    monkeypatch.setattr(review.store, "db", db)
     finished: list[str] = []
 
     def post() -> None:
@@ -105,13 +135,17 @@ def test_a_locked_store_stalls_no_one_and_answers_a_json_503(live, tmp_path):
 
     writer = threading.Thread(target=post)
     writer.start()
-    threading.Event().wait(0.5)  # the write is now waiting on the lock (3 s): bob's queue still loads meanwhile
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", "/api/queue", headers={"X-Review-Token": review.tokens["bob"]})
-    finished.append(f"queue {conn.getresponse().status}")
-    writer.join(30)
-    holder.execute("ROLLBACK")
-    holder.close()
+    try:
+        assert waiting.wait(30), "the decision never began its write"
+        # the write is held inside the store: bob's queue still loads meanwhile (a stalled app times out here)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn.request("GET", "/api/queue", headers={"X-Review-Token": review.tokens["bob"]})
+        finished.append(f"queue {conn.getresponse().status}")
+    finally:
+        release.set()  # now the write meets the held lock, waits busy_timeout and fails
+        writer.join(30)
+        holder.execute("ROLLBACK")
+        holder.close()
     assert finished[0] == "queue 200", finished
     status, _, body = finished[1].partition(" ")[2].partition(" ")
     assert status == "503" and "busy" in json.loads(body)["detail"] and "\n" not in body

@@ -166,6 +166,7 @@ def test_every_text_is_escaped_on_every_page(pair):
     assert "evil&lt;img" in pages[2].text
 
 
+@pytest.mark.slow
 def test_a_network_bind_needs_host_and_warns(toy, tmp_path):
     import os
     import subprocess

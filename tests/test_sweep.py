@@ -63,6 +63,7 @@ def small_haystack(tmp_path_factory):
     return generate(tmp_path_factory.mktemp("hay") / "small", seed=0, n_videos=2, scale=0.25)
 
 
+@pytest.mark.slow
 def test_ocr_match_accuracy_rises_with_frames_on_a_small_haystack(tmp_path, small_haystack, monkeypatch):
     monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
     result = CliRunner().invoke(app, ["sweep", "-b", "haystack", "-m", "ocr-match", "--data", str(small_haystack),

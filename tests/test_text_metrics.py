@@ -169,6 +169,7 @@ def test_cider_identical_beats_disjoint_and_a_lone_pair_has_no_idf():
 # ---- METEOR -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_java
 def test_meteor_credits_synonyms_that_rouge_cannot():
     got = tm.meteor(["a man rides a red bicycle", "the automobile is fast", "dogs bark"],
@@ -198,6 +199,7 @@ def embedding_model():
     tm.embedding_similarity(["warm up"], ["the model"])  # load once for the module
 
 
+@pytest.mark.slow
 def test_embedding_similarity_orders_paraphrase_above_unrelated(embedding_model):
     reference = "A man is riding a red bicycle down the street."
     got = tm.embedding_similarity(
@@ -219,6 +221,7 @@ def test_embedding_model_dir_must_be_a_model(tmp_path):
 # ---- evaluate_metric on a labelled dev set --------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(tm.METRICS))
 def test_evaluate_metric_scores_every_row_and_separates_the_labels(name, dev_rows):
     if (reason := tm.unavailable_reason(name)) is not None:
@@ -284,6 +287,7 @@ def test_offline_flag_is_set_only_while_the_model_loads(monkeypatch):
     assert constants.HF_HUB_OFFLINE is False and "HF_HUB_OFFLINE" not in os.environ
 
 
+@pytest.mark.slow
 @needs_java
 def test_meteor_survives_its_jvm_dying():
     tm.meteor(["warm up"], ["warm up"])

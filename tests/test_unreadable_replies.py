@@ -41,6 +41,7 @@ def run_haystack(server: FakeOpenAIServer, results: Path):
                                     "-a", "model=x", "--limit", "6", "--results-dir", str(results), "--no-report"])
 
 
+@pytest.mark.slow
 def test_lvu_run_says_when_replies_held_no_readable_answer_and_not_when_they_were_read(tmp_path):
     with FakeOpenAIServer(answer=NUMBERS) as server:
         ran = run_haystack(server, tmp_path / "numbers")

@@ -333,6 +333,7 @@ def test_barcode_roundtrip():
 # ---- decoding less, on more cores -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_non_reference_frames_are_skipped_yet_every_frame_is_exact(tmp_video):
     v = tmp_video(seconds=20, gop=250, bframes=3)  # x264's B-pyramid: about half are non-reference
     ref, _ = sequential_decode(v.path)

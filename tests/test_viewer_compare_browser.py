@@ -16,7 +16,7 @@ from browser_util import chrome, lvu_server, needs_chromium  # noqa: E402
 from test_review_browser import css, shoot, wait  # noqa: E402
 from test_viewer_compare import Runs  # noqa: E402
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]  # a real Chromium: docs/testing.md
 
 
 def test_tick_two_runs_and_open_their_comparison(tmp_path):

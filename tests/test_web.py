@@ -393,6 +393,7 @@ def test_view_without_a_store_is_a_one_line_error(tmp_path):
         sock.close()
 
 
+@pytest.mark.slow
 def test_lvu_view_without_a_store_exits_2_with_one_line(tmp_path):
     import subprocess
     import sys

@@ -19,7 +19,7 @@ from browser_util import assert_not_blank, chrome, element_pixels, lvu_server, n
 from lvu.media.testing import read_index  # noqa: E402
 from web_store import WebStore, build, stored  # noqa: E402
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]  # a real Chromium: docs/testing.md
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ Imports stay light (rich, typer): `lvu --help` loads this module.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -54,7 +56,7 @@ def hide_flag_types() -> None:
     if getattr(original, "_lvu_patched", False):
         return
 
-    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
         if self.is_flag and self.metavar is None:
             return None
         shown = original(self, ctx)

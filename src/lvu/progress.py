@@ -258,9 +258,10 @@ class LoggedProgress(Progress):
         with self._lock:
             super().start_task(task_id)
             task = self._tasks[task_id]
+            assert task.start_time is not None  # set by start_task
             self._rates.setdefault(task_id, RecentRate()).start(task.start_time, task.completed)
 
-    def update(self, task_id: TaskID, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, task_id: TaskID, **kwargs: Any) -> None:
         super().update(task_id, **kwargs)
         self._observe(task_id)
 
@@ -268,7 +269,7 @@ class LoggedProgress(Progress):
         super().advance(task_id, advance)
         self._observe(task_id)
 
-    def reset(self, task_id: TaskID, **kwargs: Any) -> None:  # type: ignore[override]
+    def reset(self, task_id: TaskID, **kwargs: Any) -> None:
         self._rates.pop(task_id, None)
         self._reported.discard(task_id)
         super().reset(task_id, **kwargs)

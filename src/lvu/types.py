@@ -260,6 +260,8 @@ class VideoMeta:
     `float(meta)` is the duration (plans written for the old `plan(sample, duration)`)."""
 
     __slots__ = ("_values", "_probe")
+    _values: tuple[float | None, float | None, int | None, tuple[float, ...] | None]
+    _probe: Callable[[], VideoMeta] | None
     _FIELDS = ("duration", "fps", "num_frames", "keyframes")
 
     def __init__(self, duration: float | None = None, fps: float | None = None, num_frames: int | None = None,

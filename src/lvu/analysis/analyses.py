@@ -203,11 +203,12 @@ def letters(run: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> 
     if not rs:
         why = " (an open-ended run: its questions are asked without options)" if open_ended else ""
         raise LvuError(f"run {run.run_id}: no answered multiple-choice samples{why} — letters needs MCQ results")
-    n_letters = max(max(r.n_options or 0 for r in rs), max(r.answer for r in rs) + 1)  # type: ignore[type-var]
+    answers = [r.answer for r in rs if isinstance(r.answer, int)]  # (every one: posed_options)
+    n_letters = max(max(r.n_options or 0 for r in rs), max(answers) + 1)
     preds = [predicted_letter(r) for r in rs]
     xs = [*LETTERS[:n_letters], OUTSIDE, NONE]
     pred = {x: bootstrap_mean([p == x for p in preds], n_boot=n_boot, seed=seed) for x in xs}
-    key = {x: bootstrap_mean([LETTERS[r.answer] == x for r in rs], n_boot=0) for x in xs}  # type: ignore[index]
+    key = {x: bootstrap_mean([LETTERS[a] == x for a in answers], n_boot=0) for x in xs}
     tv = 0.5 * sum(abs(pred[x].value - key[x].value) for x in xs)
     top = max(LETTERS[:n_letters], key=lambda x: pred[x].value)
     fallback = sum(1 for r in rs if (r.explanation or "").startswith("random pick"))

@@ -128,7 +128,7 @@ def compare_paper(run: RunData, *, model: str | None = None, table: str | None =
                        "--model / --table")
     main = next((k for k in MAIN_KEYS if k in keys), keys[0])
     columns = ["source", "table", "setting", *keys, f"Δ {main}", "note"]
-    out = [["this run", "", _describe(run), *[mine[k] for k in keys], None, ""]]
+    out: list[list[Any]] = [["this run", "", _describe(run), *[mine[k] for k in keys], None, ""]]
     for r in rows:
         ref = r.get(main)
         delta = mine[main].value - ref if isinstance(ref, (int, float)) else None

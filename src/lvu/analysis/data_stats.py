@@ -91,8 +91,8 @@ def is_mcq(s: Sample) -> bool:
 
 
 def answer_text(s: Sample) -> str | None:
-    if is_mcq(s) and 0 <= s.answer < len(s.options):  # type: ignore[operator]
-        return s.options[s.answer]  # type: ignore[index]
+    if is_mcq(s) and isinstance(s.answer, int) and s.options and 0 <= s.answer < len(s.options):  # (is_mcq: both)
+        return s.options[s.answer]
     return s.answer if isinstance(s.answer, str) else s.extra.get("reference")
 
 
@@ -176,10 +176,10 @@ def data_stats(bench: Benchmark, *, paper: bool | None = None, probe: bool = Tru
     if ref and not show:
         out.notes.append(f"paper values left out: this release has {n:,} questions, the paper's {expected:,} "
                          "(--paper shows them anyway)" if expected else "paper values left out (--paper shows them)")
-    if show:
-        out.notes.append(f"paper: {ref['source']}")  # type: ignore[index]
-        out.notes += list(ref.get("notes", []))  # type: ignore[union-attr]
-    p = ref if show else {}
+    if show and ref:  # (show implies ref)
+        out.notes.append(f"paper: {ref['source']}")
+        out.notes += list(ref.get("notes", []))
+    p: dict[str, Any] = ref if show and ref else {}
     videos = _Videos(probe)
     by_video: dict[str, list[Sample]] = defaultdict(list)
     for s in samples:
@@ -203,7 +203,7 @@ def _overview(samples: list[Sample], bad: list, by_video: dict[str, list[Sample]
     mcq = [s for s in samples if is_mcq(s)]
     options = Counter(len(s.options) for s in mcq)
     mean_ref = (p.get("mean_seconds") or {}).get("all")
-    rows = [["questions", len(samples) + len(bad), p.get("questions")],
+    rows: list[list[Any]] = [["questions", len(samples) + len(bad), p.get("questions")],
             ["videos", len(by_video), p.get("videos")],
             ["unreadable records", len(bad), None],
             ["questions per video", round(len(samples) / len(by_video), 2) if by_video else None, None],
@@ -304,7 +304,8 @@ def _letters(samples: list[Sample], p: dict[str, Any], out: DataStats) -> Table 
     if not mcq:
         return None
     n_letters = max(len(s.options) for s in mcq)
-    counts = Counter(LETTERS[s.answer] for s in mcq if s.answer < n_letters)  # type: ignore[operator]
+    answers = [s.answer for s in mcq if isinstance(s.answer, int)]  # (every one: is_mcq)
+    counts = Counter(LETTERS[a] for a in answers if a < n_letters)
     ref = p.get("letters") or {}
     xs = list(LETTERS[:n_letters])
     rows = [[x, counts.get(x, 0), _pct(counts.get(x, 0), len(mcq)), *([ref.get(x)] if ref else [])] for x in xs]

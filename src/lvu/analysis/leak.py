@@ -112,6 +112,6 @@ def leak_analysis(result: LeakResult) -> Analysis:
     chance = [Estimate(r.chance, n=r.n) for r in overall]  # type: ignore[arg-type]
     title = f"Options-only leak audit — {result.source}" if result.source else "Options-only leak audit"
     return Analysis("leak", title, "rule", [r.rule for r in overall],
-                    {"accuracy %": accuracy, "chance %": chance},  # type: ignore[dict-item]
+                    {"accuracy %": accuracy, "chance %": chance},
                     y_label="accuracy without the video %", kind="bar",
                     notes=[f"{r.name}: {r.what}" for r in RULES])

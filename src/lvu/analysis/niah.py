@@ -110,7 +110,7 @@ def niah(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0)
     chance, _ = chance_of(choice_results(usable[0].results))
     curve = Analysis("niah", "Accuracy vs video length (needle benchmarks)", "video length", lengths,
                      {g.name: [g.cells.get((ALL, x)) for x in lengths] for g in grids},
-                     x_values=xs if numeric else None, log_x=numeric and len(xs) > 2, chance=chance)  # type: ignore[arg-type]
+                     x_values=xs if numeric else None, log_x=numeric and len(xs) > 2, chance=chance)
     notes = [f"{g.name}: {g.run.label}" for g in grids]
     if len(set(row_of.values())) != len(row_of):
         notes.append("depths are binned into tenths of the video (random needle positions)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lvu.errors import LvuError
@@ -57,15 +58,15 @@ def save(fig: Figure, path) -> None:
     fig.savefig(path, metadata={"Software": None} if str(path).endswith(".png") else None)
 
 
-def _err(points: list[Estimate | None]) -> tuple[list[float], list[list[float]] | None]:
+def _err(points: Sequence[Estimate | None]) -> tuple[list[float], list[list[float]] | None]:
     """Values and asymmetric error bars (None when no point has an interval)."""
     ys, lo, hi = [], [], []
     for p in points:
         y = math.nan if p is None else p.value
         ys.append(y)
-        ok = p is not None and p.has_ci
-        lo.append(max(0.0, y - p.low) if ok else 0.0)  # type: ignore[union-attr]
-        hi.append(max(0.0, p.high - y) if ok else 0.0)  # type: ignore[union-attr]
+        with_ci = p is not None and p.has_ci
+        lo.append(max(0.0, y - p.low) if p is not None and with_ci else 0.0)
+        hi.append(max(0.0, p.high - y) if p is not None and with_ci else 0.0)
     return ys, ([lo, hi] if any(p is not None and p.has_ci for p in points) else None)
 
 
@@ -109,7 +110,7 @@ def plot_groups(title: str, names: list[str], points: list[Estimate], y_label: s
     """A bar chart of one breakdown table's rows with their CIs (horizontal when rows are many)."""
     fig = _figure(6.4, max(2.4, 0.28 * len(names) + 1.2) if len(names) > 8 else 3.2)
     ax = fig.axes[0]
-    ys, err = _err(points)  # type: ignore[arg-type]
+    ys, err = _err(points)
     if len(names) > 8:
         ax.barh(range(len(names)), ys, xerr=err, capsize=2, color="#4c72b0")
         ax.set_yticks(range(len(names)), names, fontsize=8)

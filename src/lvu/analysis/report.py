@@ -100,7 +100,7 @@ def run_sections(run: RunData, figs: _Figures, *, n_boot: int, seed: int) -> lis
     for t in [t for t in run.tables if t.title != "overall" and 2 <= len(t.rows) <= 40][:2]:
         points = [cis.get((t.title, str(name)), Estimate(v)) for name, _, v in t.rows]
         if not all(math.isnan(p.value) for p in points):
-            figs.add(head, t.title, lambda t=t, points=points: plot_groups(t.title, [str(r[0]) for r in t.rows], points))
+            figs.add(head, t.title, partial(plot_groups, t.title, [str(r[0]) for r in t.rows], points))
     out = [head]
     try:
         paper = compare_paper(run, n_boot=0)

@@ -20,7 +20,7 @@ Everything is seeded (default seed 0): the same runs give byte-identical reports
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,7 @@ def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
-def bootstrap_cells(values: Sequence[float], cells: dict[Any, Sequence[int]], *, n_boot: int = DEFAULT_BOOTSTRAP,
+def bootstrap_cells(values: Sequence[float], cells: Mapping[Any, Sequence[int]], *, n_boot: int = DEFAULT_BOOTSTRAP,
                     level: float = DEFAULT_LEVEL, seed: int = 0, scale: float = 100.0) -> dict[Any, Estimate]:
     """The mean of each cell (a list of positions in `values`) with a CI from resampling the
     *whole* list, as `bootstrap_tables` does: a cell's size varies between resamples, a resample

@@ -37,11 +37,17 @@ def _shared_note(runs: list[RunData], ids: list[str]) -> list[str]:
         f"compared on the {len(ids)} samples all runs share (runs have {', '.join(map(str, sizes))})"]
 
 
+def _in_group(r: SampleResult, group: str, key: str | None) -> bool:
+    """Whether a result counts in a curve's group: "all" takes every one, another group the results
+    whose duration label (`key`) names it."""
+    return group == "all" or (key is not None and group in label_values(r, key))
+
+
 def frames_curve(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Analysis:
     """Accuracy vs frames per sample, overall and per duration group, from runs that differ only
     in frames (a sweep). Cells where no sample of a group got more frames than at the previous
     point are marked "s.a." in the notes, as Table 5 prints them (the 1 fps cap)."""
-    runs = sorted([r for r in runs if r.frames], key=lambda r: r.frames)  # type: ignore[arg-type, return-value]
+    runs = sorted([r for r in runs if r.frames], key=lambda r: r.frames or 0)  # (all have frames)
     if len(runs) < 2:
         raise LvuError("frames-curve needs two or more runs that differ in frames — e.g. "
                        "lvu run --frames 8, then --frames 32 (or a sweep)")
@@ -49,12 +55,12 @@ def frames_curve(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: 
     first = [by_id[0][sid] for sid in ids]
     key = duration_key(first)
     groups = ["all", *ordered({g for r in first for g in label_values(r, key)}, label_order(key))] if key else ["all"]
-    members = {g: [sid for sid in ids if g == "all" or g in label_values(by_id[0][sid], key)] for g in groups}
+    members = {g: [sid for sid in ids if _in_group(by_id[0][sid], g, key)] for g in groups}
     # group cells resample the whole shared list (as the official tables do), not each group alone
-    positions = {g: [i for i, sid in enumerate(ids) if g == "all" or g in label_values(by_id[0][sid], key)]
+    positions = {g: [i for i, sid in enumerate(ids) if _in_group(by_id[0][sid], g, key)]
                  for g in groups}
     per_run = [bootstrap_cells([value(d[sid]) for sid in ids], positions, n_boot=n_boot, seed=seed) for d in by_id]
-    series: dict[str, list[Estimate | None]] = {g: [cells[g] for cells in per_run] for g in groups}
+    series: dict[str, list[Estimate]] = {g: [cells[g] for cells in per_run] for g in groups}
     notes = _shared_note(runs, ids)
     for g in groups[1:] if key else groups:
         for k in range(1, len(runs)):
@@ -83,7 +89,7 @@ def single_frame_bias(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, s
     over a frame sweep that starts at 1 frame (or a single-frame probe run). 0: one frame is no
     better than chance; 1: one frame already reaches the best accuracy of the sweep (the
     "single-frame bias" LongVideoBench says earlier benchmarks suffer from). Per duration group too."""
-    runs = sorted([r for r in runs if r.frames], key=lambda r: r.frames)  # type: ignore[arg-type, return-value]
+    runs = sorted([r for r in runs if r.frames], key=lambda r: r.frames or 0)  # (all have frames)
     if len(runs) < 2:
         raise LvuError("single-frame-bias needs a 1-frame run and runs with more frames of the same model")
     ids, by_id = aligned(runs)
@@ -95,7 +101,7 @@ def single_frame_bias(runs: list[RunData], *, n_boot: int = DEFAULT_BOOTSTRAP, s
     rng = np.random.default_rng(seed)
     points: list[Estimate | None] = []
     for g in groups:
-        pos = np.array([i for i, r in enumerate(first) if g == "all" or g in label_values(r, key)])
+        pos = np.array([i for i, r in enumerate(first) if _in_group(r, g, key)])
         point = float(_bias(scores, chance, pos)) if pos.size else np.nan
         low = high = np.nan
         if n_boot > 0 and pos.size >= 2:

@@ -4,6 +4,7 @@ bar chart over ordered groups, with confidence intervals), plus the per-sample h
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ class Analysis:
     title: str
     x_label: str
     x: list[str]
-    series: dict[str, list[Estimate | None]]
+    series: Mapping[str, Sequence[Estimate | None]]
     y_label: str = "accuracy %"
     kind: Literal["line", "bar"] = "line"
     x_values: list[float] | None = None

@@ -12,54 +12,53 @@ report while the engine knows nothing of reports (docs/architecture.md).
 
 from __future__ import annotations
 
-import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lvu.errors import LvuError
-from lvu.runs.engine import RunSummary, in_scope, run_local
-from lvu.runs.pipeline import DecodeMode
+from lvu.runs.lifecycle import RunSummary, in_scope
+from lvu.runs.options import RunOptions
 from lvu.runs.store import Store
 from lvu.runs.sweep import add_tags, axes_of, name_of
 
+if TYPE_CHECKING:
+    from lvu.benchmarks.base import Benchmark
+    from lvu.models.base import Model
 
-def run(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-        model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
-        fresh: bool = False, limit: int | None = None, concurrency: int = 4,
-        show_progress: bool = True, report: bool = True, frame_cache: bool = True,
-        asr: bool = False, decode: DecodeMode = "threads", decode_workers: int = 2,
-        env: dict[str, Any] | None = None, judge: str | None = None, judge_args: dict[str, Any] | None = None,
-        llm_extract: bool = False, executor: Literal["local", "ray"] = "local", ray_address: str | None = None,
-        ray_args: dict[str, Any] | None = None) -> RunSummary:
-    """Run (or resume) one benchmark × model and return its summary; `report=True` writes its HTML
-    report (`summary.report_path`, see `write_run_report`).
-    `frame_cache=False` decodes every time instead of using the shared on-disk frame cache;
-    `asr=True` transcribes the audio (Whisper, `lvu[asr]`) of samples that have no subtitles;
-    `decode`/`decode_workers`: see lvu.runs.engine.Engine; `env` is stored with the run (e.g. a sweep tag).
+
+def run(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
+        model_args: dict[str, Any] | None = None, options: RunOptions | None = None,
+        **option_kwargs: Any) -> RunSummary:
+    """Run (or resume) one benchmark × model and return its summary; `report=True` (the default)
+    writes its HTML report (`summary.report_path`, see `write_run_report`).
+
+    `benchmark` is a registry name (`settings` then override its defaults) or a Benchmark object;
+    `model` a registry name (with `model_args`) or a Model object. Objects make the run id their
+    registry name and settings (arguments) make, so an object and the same name + settings resume
+    one run; their classes must be registered (docs/plugins.md).
+    How the run goes is `options` (lvu.runs.options.RunOptions: limit, concurrency, results_dir,
+    fresh, judge, executor, ...) or the same as keywords (`run("haystack", "ocr-match", limit=20)`;
+    keywords win over `options`'s fields); a bad one is a one-line LvuError.
     Ctrl-C stops cleanly and raises `RunInterrupted` (a KeyboardInterrupt) saying how to resume.
-    `judge`/`judge_args`: a model (registry name + args) that judges open-ended and generation
-    samples, and with `llm_extract` maps replies without an option to one (runs/judging.py). The
-    judge is not part of the run id; stored samples it has not judged yet are judged on resume.
-    `executor="ray"` runs the same pipeline on a Ray cluster (lvu.runs.ray_executor, docs/ray.md)."""
-    if asr:  # before anything starts: a missing lvu[asr] is one line, not an error per sample
+    A judge (`judge`/`judge_args`) is not part of the run id; stored samples it has not judged
+    yet are judged on resume. `executor="ray"` runs the same pipeline on a Ray cluster (docs/ray.md)."""
+    opts = RunOptions.parse(option_kwargs, base=options)
+    if opts.asr:  # before anything starts: a missing lvu[asr] is one line, not an error per sample
         from lvu.runs.asr_use import require_asr
 
         require_asr()
-    common = dict(settings=settings, model_args=model_args, results_dir=results_dir, fresh=fresh, limit=limit,
-                  concurrency=concurrency, show_progress=show_progress, frame_cache=frame_cache, asr=asr, env=env,
-                  judge=judge, judge_args=judge_args, llm_extract=llm_extract)
-    if executor == "ray":
+    if opts.executor == "ray":
         from lvu.runs.ray_executor import run_on_ray
 
-        summary = run_on_ray(benchmark, model, address=ray_address, ray_args=ray_args, **common)  # type: ignore[arg-type]
-    elif executor == "local":
-        summary = run_local(benchmark, model, decode=decode, decode_workers=decode_workers, **common)  # type: ignore[arg-type]
+        summary = run_on_ray(benchmark, model, settings=settings, model_args=model_args, options=opts)
     else:
-        raise LvuError(f"executor {executor!r} is unknown — use local or ray")
-    if report:
-        summary.report_path = write_run_report(summary, limit)
+        from lvu.runs.engine import run_local
+
+        summary = run_local(benchmark, model, settings=settings, model_args=model_args, options=opts)
+    if opts.report:
+        summary.report_path = write_run_report(summary, opts.limit)
     return summary
 
 
@@ -96,39 +95,35 @@ class Outcome:
     error: str | None = None
 
 
-def run_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The planned options `run` accepts; the judge keys only when set (and supported)."""
-    accepted = inspect.signature(run).parameters
-    missing = [k for k in options if k not in accepted]
-    if missing:
-        raise LvuError(f"{', '.join(missing)}: not supported by this lvu's run engine — remove the key(s)")
-    return dict(options)
+def run_options(options: dict[str, Any]) -> RunOptions:
+    """A planned run's options (a run spec's keys, lvu.runs.spec_file) as RunOptions."""
+    return RunOptions.parse(options)
 
 
-def run_planned(planned: list[Any], *, results_dir: str | Path | None = None, fresh: bool = False,
-                report: bool = True, frame_cache: bool = True, show_progress: bool = True,
-                sweep: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
+def run_planned(planned: list[Any], options: RunOptions | None = None, *, sweep: dict[str, Any] | None = None,
                 on_done: Any = None, tags: list[str] | None = None) -> list[Outcome]:
     """Run each planned run (lvu.runs.spec_file.PlannedRun) in order, each resumable; a run that
     cannot start (e.g. a bad model argument) is recorded as an error and the next one goes on.
-    Ctrl-C (RunInterrupted) stops all. `sweep`: the sweep section the runs are points of (recorded
-    with each run, lvu.runs.sweep); `overrides` replace planned options (e.g. a command-line
-    --limit); `on_done(outcome)` is called after each run; `tags` are added to every run that ran."""
+    Ctrl-C (RunInterrupted) stops all. `options`: the fields set in it (e.g. a command line's
+    --limit, --results-dir, --fresh) win over each run's planned options. `sweep`: the sweep
+    section the runs are points of (recorded with each run, lvu.runs.sweep); `on_done(outcome)` is
+    called after each run; `tags` are added to every run that ran."""
+    given = options.given() if options is not None else {}
     tag = None if sweep is None else {"name": name_of(sweep), "axes": axes_of(sweep)}
+    show_progress = given.get("show_progress", True)
     outcomes = []
     for i, item in enumerate(planned, start=1):
         if show_progress:  # which grid point (or spec run) the progress bar below belongs to
             print(progress_line(item, i, len(planned)), file=sys.stderr, flush=True)
         outcome = Outcome(item)
         try:
-            options = run_options({**item.options, **(overrides or {})})
             membership = None if tag is None else {**tag, "point": dict(item.point)}
-            env = None if membership is None else {"sweep": membership, "sweeps": [membership]}
+            env = {} if membership is None else {"env": {"sweep": membership, "sweeps": [membership]}}
+            opts = run_options({**item.options, **env, **given})
             outcome.summary = run(item.benchmark, item.model, settings=item.settings, model_args=item.model_args,
-                                  results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
-                                  show_progress=show_progress, env=env, **options)
+                                  options=opts)
             if tags:
-                add_tags(results_dir, outcome.summary.run_id, tags)
+                add_tags(opts.results_dir, outcome.summary.run_id, tags)
         except LvuError as e:
             outcome.error = str(e)
         outcomes.append(outcome)

@@ -40,7 +40,7 @@ class Harness(Generic[B]):
 
     @property
     def settings(self) -> dict[str, Any]:
-        return self.bench.settings  # type: ignore[attr-defined, no-any-return]
+        return self.bench.settings  # type: ignore[attr-defined]  # B is any benchmark class
 
 
 H = TypeVar("H", bound=type)

@@ -19,6 +19,7 @@ file looks like, and the benchmark runs under the `jsonl` protocol. Same seed =>
 JSONL and SRT files and identical decoded frames.
 
 Default location: `cache_dir("haystack", "v1-seed0")` ($LVU_CACHE_DIR or the user cache dir).
+Settings (`HaystackSettings`, `lvu list --settings haystack`): the jsonl protocol's plus `seed`.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from lvu.benchmarks.base import register_benchmark
-from lvu.benchmarks.jsonl import JsonlBenchmark, write_samples
+from lvu.benchmarks.jsonl import JsonlBenchmark, JsonlSettings, write_samples
 from lvu.errors import LvuError
 from lvu.media.encode import add_h264_stream
 from lvu.media.subtitles import srt_text
@@ -57,13 +59,12 @@ MAX_NEEDLE_SECONDS = 4.0
 DEPTH_BINS = ("0-20%", "20-40%", "40-60%", "60-80%", "80-100%")
 SHAPES = ("circle", "square", "triangle", "star", "hexagon")
 WORDS = (
-    "MANGO", "CEDAR", "LOTUS", "VELVET", "QUARTZ", "BISCUIT", "PEPPER", "TUNDRA", "GALAXY",
-    "WALRUS", "COBALT", "FALCON", "NECTAR", "PIXEL", "RADISH", "SAFARI", "TOFFEE", "VIOLIN",
-    "WIZARD", "YOGURT", "ZEPHYR", "ANCHOR", "BAMBOO", "CACTUS", "DYNAMO", "EMBER", "FJORD",
-    "GINGER", "HELIUM", "IGLOO", "JIGSAW", "KETTLE", "LAGOON", "MAGNET", "NOODLE", "OYSTER",
-    "PUFFIN", "QUIVER", "SPROUT", "TEAPOT", "URCHIN", "VORTEX", "WAFFLE", "ALMOND", "BEACON",
-    "CANYON", "DRAGON", "ENIGMA", "FOSSIL", "GLACIER", "HAMMER", "JASPER", "KOALA", "LANTERN",
-    "NUTMEG", "OLIVE", "PRISM", "ROCKET", "SADDLE", "TURNIP", "UNICORN", "PARROT", "BUTTON",
+    "MANGO", "CEDAR", "LOTUS", "VELVET", "QUARTZ", "BISCUIT", "PEPPER", "TUNDRA", "GALAXY", "WALRUS", "COBALT",
+    "FALCON", "NECTAR", "PIXEL", "RADISH", "SAFARI", "TOFFEE", "VIOLIN", "WIZARD", "YOGURT", "ZEPHYR", "ANCHOR",
+    "BAMBOO", "CACTUS", "DYNAMO", "EMBER", "FJORD", "GINGER", "HELIUM", "IGLOO", "JIGSAW", "KETTLE", "LAGOON",
+    "MAGNET", "NOODLE", "OYSTER", "PUFFIN", "QUIVER", "SPROUT", "TEAPOT", "URCHIN", "VORTEX", "WAFFLE", "ALMOND",
+    "BEACON", "CANYON", "DRAGON", "ENIGMA", "FOSSIL", "GLACIER", "HAMMER", "JASPER", "KOALA", "LANTERN", "NUTMEG",
+    "OLIVE", "PRISM", "ROCKET", "SADDLE", "TURNIP", "UNICORN", "PARROT", "BUTTON",
 )
 _SUBJECTS = ("The old ferry", "A quiet fox", "My neighbour", "The night train", "A tired painter",
              "The market crowd", "Our guide", "A small boat", "The evening wind", "Grandma",
@@ -248,7 +249,7 @@ class AnswerBalancer:
     """Answer positions: each option count cycles through shuffled rounds of all positions."""
 
     def __init__(self, rng: random.Random) -> None:
-        self.rng, self.queues = rng, {}
+        self.rng, self.queues = rng, dict[int, list[int]]()
 
     def take(self, n: int) -> int:
         queue = self.queues.setdefault(n, [])
@@ -292,8 +293,8 @@ def _plan_video(rng: random.Random, balance: AnswerBalancer, index: int, scale: 
     else:  # pragma: no cover - cannot happen for 10-12 slots
         raise RuntimeError("haystack layout failed")
     slot_of: dict[int, int] = {}
-    for needle, b in zip(targets, rng.sample(range(5), 5)):
-        slot = rng.choice([i for i in free if slot_bin[i] == b])
+    for needle, depth_bin in zip(targets, rng.sample(range(5), 5)):
+        slot = rng.choice([i for i in free if slot_bin[i] == depth_bin])
         free.remove(slot)
         slot_of[id(needle)] = slot
     for needle, slot in zip(repeats, repeat_slots):
@@ -386,7 +387,7 @@ def _sprite(needle: _Needle, style: tuple) -> tuple[np.ndarray, np.ndarray, int,
     size, colour, ink, fx, fy = style
     if needle.kind == "word":
         font = ImageFont.load_default(size=size)
-        x0, y0, x1, y1 = font.getbbox(needle.value)
+        x0, y0, x1, y1 = (int(v) for v in font.getbbox(needle.value))  # whole pixels (typed float)
         pad = 12
         w, h = x1 - x0 + 2 * pad, y1 - y0 + 2 * pad
         img = Image.new("RGBA", (w, h), (0, 0, 0, 0))
@@ -421,7 +422,7 @@ def _texture(rng: np.random.Generator) -> np.ndarray:
     from PIL import Image
 
     base = rng.uniform(40, 170, size=(7, 12, 3)).astype(np.uint8)
-    big = Image.fromarray(base).resize((2 * WIDTH, 2 * HEIGHT), Image.BICUBIC)
+    big = Image.fromarray(base).resize((2 * WIDTH, 2 * HEIGHT), Image.Resampling.BICUBIC)
     return np.asarray(big)
 
 
@@ -460,7 +461,7 @@ def _samples(plan: _VideoPlan) -> list[Sample]:
     for j, q in enumerate(plan.questions):
         options = list(q.distractors)
         options.insert(q.position, q.correct)
-        labels = {"kind": q.kind}
+        labels: dict[str, str | list[str]] = {"kind": q.kind}
         if q.depth:
             labels["depth"] = DEPTH_BINS[min(4, int(5 * q.needles[0].depth(plan.duration)))]
         out.append(Sample(
@@ -477,20 +478,22 @@ def _samples(plan: _VideoPlan) -> list[Sample]:
     return out
 
 
-# ---- the benchmark --------------------------------------------------------------------------------
+class HaystackSettings(JsonlSettings):
+    seed: int = Field(0, description="the generator's seed: another seed, another haystack (ignored with --data)")
 
 
 @register_benchmark("haystack")
 class HaystackBenchmark(JsonlBenchmark):
     """The built-in synthetic benchmark; `data` defaults to the generated default haystack."""
 
-    defaults = {**JsonlBenchmark.defaults, "seed": 0}
-    audio_modes = ()  # its generated videos are silent
+    Settings = HaystackSettings
+    config: HaystackSettings
+    audio_modes: ClassVar[tuple[str, ...]] = ()  # its generated videos are silent
 
     def data_path(self) -> Path:
         if self.settings.get("data"):
             return super().data_path()
-        return ensure(int(self.settings["seed"]), progress=True)
+        return ensure(self.config.seed, progress=True)
 
     def data_version(self) -> str | None:
         return None if self.settings.get("data") else f"haystack-{VERSION}"

@@ -20,6 +20,7 @@ The `jsonl` benchmark's protocol (also the haystack's):
 - extraction: the first option letter in the reply (lvu.scoring.choice.extract_letter);
 - scoring: 1.0 / 0.0. Open-ended samples (no options) are scored by exact match of normalised
   text (lower case, punctuation and the articles a/an/the removed, whitespace collapsed).
+Settings: `JsonlSettings` (`lvu list --settings jsonl`); it has no peer harnesses.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, missing_video_line, register_benchmark
 from lvu.benchmarks.loading import RecordError, Unparsed, collect_samples, iter_json_lines, read_text
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import LvuError
 from lvu.media.sampling import Uniform
 from lvu.media.subtitles import MODES, interleave
@@ -189,21 +191,38 @@ def normalize_answer(text: str) -> str:
     return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
 
 
+class JsonlSettings(BenchmarkSettings):
+    """The plain protocol's settings (also the haystack's)."""
+
+    frames: int = Field(32, description="uniform segment centres, t_i = (i + 0.5) * duration / N; "
+                                        "0: no frames (a text-only run)")
+    subtitles: str = Field("interleave", description="cues of the sample's subtitle file (or --asr's transcript): "
+                                                     "none, all, covering or interleave (with the frames by time)")
+    resize: int | None = Field(None, description="shorter side of frames in pixels; unset: full size")
+
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise LvuError(f"frames={value!r} is not a frame count — use a whole number such as 32")
+        return value
+
+    @field_validator("subtitles", mode="before")
+    @classmethod
+    def _subtitles(cls, value: Any) -> Any:
+        if value not in MODES:
+            raise LvuError(f"subtitles={value!r} is unknown — use one of {', '.join(MODES)}")
+        return value
+
+
 @register_benchmark("jsonl")
 class JsonlBenchmark(Benchmark):
     """Your own data in lvu's JSONL format (`--data FILE.jsonl`), run under a plain protocol."""
 
-    defaults = {"frames": 32, "subtitles": "interleave", "resize": None}
-    audio_modes = ("whole", "interleave")
+    Settings: ClassVar[type[BenchmarkSettings]] = JsonlSettings
+    config: JsonlSettings
+    audio_modes: ClassVar[tuple[str, ...]] = ("whole", "interleave")
     """`--audio whole`: the track after the frames; `interleave`: each frame with the sound around it."""
-
-    def __init__(self, **settings: Any) -> None:
-        super().__init__(**settings)
-        frames = self.settings["frames"]
-        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
-            raise LvuError(f"frames={frames!r} is not a frame count — use a whole number such as 32")
-        if self.settings["subtitles"] not in MODES:
-            raise LvuError(f"subtitles={self.settings['subtitles']!r} is unknown — use one of {', '.join(MODES)}")
 
     def data_path(self) -> Path:
         """The `data` setting: a .jsonl file, or a folder holding exactly one."""

@@ -50,149 +50,150 @@ with two missing commas: "Best answer:" / "Best option:" are NOT removed, "Answe
 no letter -> "Z" = wrong (exact_matching, its default). `vlmevalkit_flag_bug=true` reproduces the
 inverted `use_subtitle` flag of VLMEvalKit #573 .. #1588 (2024-11 .. 2026-06): subtitles appear
 exactly when they were NOT asked for (LongVideoBench_8frame had them, _8frame_subs did not).
+
+Settings: `LongVideoBenchSettings` (one typed field each, with its docs and checks). Harnesses
+(longvideobench_harness.py, which also holds the parser, the subtitle reading and the interleaving
+re-exported here): `LongVideoBenchHarness` (official), `LongVideoBenchLmmsEval`,
+`LongVideoBenchLmmsEval071`, `LongVideoBenchLmmsEval06` and `LongVideoBenchVlmevalkit`, chosen once
+from `compat` by `HARNESSES`; the benchmark's frame plan, prompt and extraction delegate to it.
 """
 
 from __future__ import annotations
 
-import bisect
-import json
-import random
-import re
-from functools import lru_cache
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, NamedTuple
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.harness import pick
+from lvu.benchmarks.longvideobench_harness import (  # noqa: F401 — the protocol functions: importable from here
+    ANSWER_PREFIXES, FPS_WORD, HARNESSES, INSTRUCTION, VLMEVALKIT_PREFIXES, LongVideoBenchHarness,
+    LongVideoBenchLmmsEval, interleave_official, official_cues, parse_official, parse_vlmevalkit, random_letter,
+    sample_cues,
+)
 from lvu.benchmarks.longvideobench_ref import CATEGORIES, DURATIONS, ERRATA, REFERENCE
 from lvu.benchmarks.longvideobench_release import (  # noqa: F401 — HF_*: still importable from here
     HF_DATASET, HF_REVISION, SPLIT_FILES, load_release, read_prediction_file, record_to_sample, split_of,
     write_submission_file,
 )
-from lvu.errors import LvuError, SubtitleError
-from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
+from lvu.benchmarks.settings import BenchmarkSettings, settings_error
+from lvu.errors import LvuError
 from lvu.scoring.choice import mean_pct as _pct
-from lvu.scoring.lmms_eval import MODES as LMMS_MODES, check_compat, is_lmms, strip_reasoning_tags
+from lvu.scoring.lmms_eval import check_compat
 from lvu.types import (LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
                        Subtitle, Text, VideoMeta)
 
-__all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "interleave_official", "official_cues", "parse_official",
-           "parse_vlmevalkit", "record_to_sample"]
+__all__ = ["ERRATA", "REFERENCE", "LongVideoBench", "LongVideoBenchSettings", "interleave_official",
+           "official_cues", "parse_official", "parse_vlmevalkit", "record_to_sample"]
 
 EXPECTED_QUESTIONS = {"val": 1337, "test": 5341}
 EXPECTED_VIDEOS = {"val": 752, "test": 3011}
 LEVELS = ("L1-Perception", "L2-Relation")
-COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
+COMPATS = tuple(HARNESSES)
 SUBTITLE_MODES = ("interleave", "none", "all")
-INSTRUCTION = "Answer with the option's letter from the given choices directly."
-ANSWER_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
-                   "The best option is", "The correct option is", "Best answer:", "Best option:")
-"""Deleted before the letter search (lmms-eval's parse_multi_choice_response, by the LVB author)."""
-VLMEVALKIT_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
-                       "The best option isThe correct option is", "Best answer:Best option:", "Answer:", "Option:")
-"""VLMEvalKit's extract_characters_regex list, with its two missing commas (glued entries)."""
-IMAGE_TOKEN = "<image>"
-LMMS_FRAMES = {"interleave": 16, "none": 32}
-LMMS_MAX_TOKENS = 32
-VLMEVALKIT_FRAMES = 8
-_FPS_WORD = re.compile(r"(\d+(?:\.\d+)?)fps")
 
 
-# ---- extraction ----------------------------------------------------------------------------------
+# ---- settings ----------------------------------------------------------------------------------------
 
 
-def parse_official(text: str) -> str | None:
-    """The official letter parser (lmms-eval `parse_multi_choice_response`): the first A-E after the
-    answer prefixes are deleted, or None (the caller then draws a random option)."""
-    s = text.strip()
-    for prefix in ANSWER_PREFIXES:
-        s = s.replace(prefix, "")
-    m = re.search(r"[ABCDE]", s)  # its "> 10 words and no letter" test returns the same thing
-    return m[0] if m else None
+class SplitContradicted(NamedTuple):
+    """A `split` the data file's name contradicts: the split check refuses it in its turn."""
+
+    data: Any
+    inferred: str
+    given: Any
+    """The split asked for ("validation" read as val)."""
 
 
-def parse_vlmevalkit(text: str) -> str | None:
-    """VLMEvalKit's `extract_characters_regex` (glued prefixes included); None = its '' (wrong)."""
-    s = str(text).strip()
-    for prefix in VLMEVALKIT_PREFIXES:
-        s = s.replace(prefix, "")
-    m = re.search(r"[ABCDE]", s)
-    return m[0] if m else None
+class LongVideoBenchSettings(BenchmarkSettings):
+    """LongVideoBench's settings. Checked in the order the protocol's checks ran: compat, split,
+    subtitles, then the frame count and what each harness allows."""
 
+    split: Literal["val", "test"] = Field(
+        "val", description="val (1,337 questions, answers public) or test (5,341, answers hidden: write a "
+                           "submission); 'validation' reads as val; a --data file's name sets it")
+    frames: Any = Field(
+        256, description="max_frames N of the lvb:N plan, min(N, duration) frames (paper: 256; 0 = none); "
+                         "unset: 16/32 under lmms-eval, 8 under vlmevalkit, 0 with subtitles=all; "
+                         "'1fps'/'0.5fps': VLMEvalKit's presets")
+    subtitles: Literal["interleave", "none", "all"] = Field(
+        "interleave", description="interleave (the paper's input: cues between frames by time), none "
+                                  "(frames only) or all (every cue, no frames: the subtitles-only input)")
+    resize: int | None = Field(
+        None, description="the shorter side of frames in pixels (none: full size, as the paper)")
+    compat: str = Field(
+        "official", description="whose harness to reproduce: official, lmms-eval, lmms-eval@0.7.1, "
+                                "lmms-eval@0.6 or vlmevalkit (longvideobench_harness.py)")
+    seed: int = Field(
+        0, description="seeds the random option drawn when a reply has no letter (per sample id)")
+    subtitle_dir: Any = Field(
+        None, description="the folder of the subtitle JSONs (none: subtitles/ next to the annotation file)")
+    vlmevalkit_flag_bug: bool = Field(
+        False, description="reproduce VLMEvalKit's inverted use_subtitle (#573 .. #1588): subtitles exactly "
+                           "when not asked for; only with compat=vlmevalkit")
 
-def random_letter(seed: int, sample_id: str, n_options: int) -> str:
-    """The parse-failure draw: `random.choice` over the option letters, seeded by (seed, id) so a
-    sample always draws the same letter (lmms-eval draws from its global, run-order-dependent stream)."""
-    return random.Random(f"{seed}:{sample_id}").choice(LETTERS[:n_options])
-
-
-# ---- subtitles, as the official loader reads them ------------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def _subtitle_items(path: str) -> tuple[Any, ...]:
-    try:
-        items = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SubtitleError(f"{path}: subtitle file not found — unpack subtitles.tar next to the "
-                            "annotation file or pass --set subtitle_dir=DIR") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SubtitleError(f"{path}: not a LongVideoBench subtitle JSON ({e}) — re-extract subtitles.tar") from None
-    if not isinstance(items, list):
-        raise SubtitleError(f"{path}: expected a JSON list of subtitle items — re-extract subtitles.tar")
-    return tuple(items)
-
-
-def _hms(value: Any) -> float:
-    h, m, s = str(value).split(":")  # the official timestamp_to_seconds: exactly H:M:S
-    return int(h) * 3600 + int(m) * 60 + float(s)
-
-
-def official_cues(path: str | Path, offset: float, duration: float) -> list[Subtitle]:
-    """Every cue of an LVB subtitle JSON, in file order, as `insert_subtitles_into_frames` sees it:
-    verbatim text; Whisper items {"timestamp": [s, e], "text"} with a non-float e replaced by
-    `duration`; {"start": "H:M:S.f", "end", "line"} items; then both times minus `offset`."""
-    cues = []
-    for k, item in enumerate(_subtitle_items(str(path))):
+    @classmethod
+    def parse(cls, owner: str, values: dict[str, Any]) -> BenchmarkSettings:
+        """As BenchmarkSettings.parse, with the benchmark's name in the validators' context (the
+        compat error names the registered variant)."""
         try:
-            if "timestamp" in item:
-                start, end = item["timestamp"]
-                if not isinstance(end, float):
-                    end = duration
-                text = item["text"]
-            else:
-                start, end, text = _hms(item["start"]), _hms(item["end"]), item["line"]
-            cues.append(Subtitle(text="" if text is None else str(text), start=float(start) - offset,
-                                 end=float(end) - offset))
-        except (KeyError, TypeError, ValueError) as e:
-            raise SubtitleError(f"{path}: item {k} is not a subtitle ({type(e).__name__}: {e}) — "
-                                "expected timestamp/text or start/end/line") from None
-    return cues
+            return cls.model_validate(values, context={"owner": owner})
+        except ValidationError as e:
+            raise LvuError(settings_error(owner, e)) from None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _compat_first(cls, values: Any, info: ValidationInfo) -> Any:
+        if isinstance(values, dict) and "compat" in values:
+            owner = (info.context or {}).get("owner", "longvideobench")
+            check_compat(values["compat"], COMPATS, owner)
+        return values
 
-def _covers(cue: Subtitle, times: list[float]) -> bool:
-    start, end = cue.start, cue.end
-    if end - start < 1:
-        mid = (start + end) / 2
-        start, end = mid - 0.5, mid + 0.5
-    i = bisect.bisect_right(times, start)
-    return i < len(times) and times[i] < end
+    @field_validator("split", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, SplitContradicted):
+            raise LvuError(f"{value.data} holds the {value.inferred} split but split={value.given!r} — drop one of them")
+        if value == "validation":
+            return "val"
+        if value not in tuple(SPLIT_FILES):
+            raise LvuError(f"split={value!r} is unknown — use val or test")
+        return value
 
+    @field_validator("subtitles", mode="before")
+    @classmethod
+    def _subtitles(cls, value: Any) -> Any:
+        if value not in SUBTITLE_MODES:
+            raise LvuError(f"subtitles={value!r} is not a LongVideoBench input — use interleave, none or all")
+        return value
 
-def interleave_official(slots: list[tuple[float, Any]], cues: list[Subtitle]) -> list[Any]:
-    """The official single pass: for each cue in order, the not-yet-placed slots (frames, or
-    lmms-eval's "<image>") with time <= its mid-point, then the cue if it covers a frame; leftovers last."""
-    times = sorted(t for t, _ in slots)
-    out: list[Any] = []
-    i = 0
-    for cue in cues:
-        mid = (cue.start + cue.end) / 2
-        while i < len(slots) and slots[i][0] <= mid:
-            out.append(slots[i][1])
-            i += 1
-        if _covers(cue, times):
-            out.append(cue)
-    out.extend(item for _, item in slots[i:])
-    return out
+    @field_validator("vlmevalkit_flag_bug", mode="before")
+    @classmethod
+    def _flag_bug(cls, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise LvuError(f"vlmevalkit_flag_bug={value!r} — use true or false")
+        return value
+
+    @model_validator(mode="after")
+    def _harness_allows(self) -> LongVideoBenchSettings:
+        harness, frames = HARNESSES[self.compat], self.frames
+        fps_word = isinstance(frames, str) and FPS_WORD.fullmatch(frames)
+        if not (fps_word or (isinstance(frames, int) and not isinstance(frames, bool) and frames >= 0)):
+            raise LvuError(f"frames={frames!r} is not a frame count — use max_frames such as 256 (0 = no frames)")
+        if fps_word and not harness.fps_presets:
+            raise LvuError(f"frames={frames!r}: fps sampling is VLMEvalKit's preset — LongVideoBench samples "
+                           "min(N, duration) frames; use a count, or --compat vlmevalkit")
+        if self.subtitles == "all" and frames != 0:
+            raise LvuError("subtitles=all is the official subtitles-only input (max_num_frames=-1) — use frames=0")
+        if self.subtitles == "all" and not harness.subtitles_only:
+            raise LvuError(f"{self.compat} has no LongVideoBench subtitles-only task — use --compat official")
+        if self.split not in harness.splits:
+            raise LvuError(harness.split_refusal)
+        if self.vlmevalkit_flag_bug and not harness.flag_bug:
+            raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
+        return self
 
 
 # ---- the benchmark --------------------------------------------------------------------------------
@@ -202,75 +203,64 @@ def interleave_official(slots: list[tuple[float, Any]], cues: list[Subtitle]) ->
 class LongVideoBench(Benchmark):
     """LongVideoBench: 4-5-way MCQ on interleaved frames + subtitles (val 1,337 / test 5,341)."""
 
-    defaults = {"split": "val", "frames": 256, "subtitles": "interleave", "resize": None, "compat": "official",
-                "seed": 0, "subtitle_dir": None, "vlmevalkit_flag_bug": False}
+    Settings: ClassVar[type[BenchmarkSettings]] = LongVideoBenchSettings
+    config: LongVideoBenchSettings
+    harness: LongVideoBenchHarness
     expected_counts = EXPECTED_QUESTIONS
     reference = REFERENCE
 
     def __init__(self, **settings: Any) -> None:
-        super().__init__(**settings)
-        given = {k for k, v in settings.items() if v is not None}
-        s = self.settings
-        check_compat(s["compat"], COMPATS, self.name)
-        if s["split"] == "validation":
-            s["split"] = "val"
-        data = s.get("data")
+        super().__init__(**self._requested(settings))
+        self.harness = pick(HARNESSES, self.config.compat, self.name)(self)
+
+    def _requested(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """`settings` with what depends on which settings were given, which the typed model cannot
+        see: the split a --data file's name stands for, and the harness's frame count when none is given."""
+        given = {k: v for k, v in settings.items() if v is not None}
+        out = dict(settings)
+        data = given.get("data")
+        if data and not isinstance(data, (str, os.PathLike)):
+            raise LvuError(f"data={data!r} is not a path — pass --data DIR (the release folder), "
+                           "an annotation file such as lvb_val.json, or hf:")
         if data and not str(data).startswith("hf:") and Path(data).is_file() and (inferred := split_of(Path(data))):
-            if "split" in given and s["split"] != inferred:
-                raise LvuError(f"{data} holds the {inferred} split but split={s['split']!r} — drop one of them")
-            s["split"] = inferred
-        if s["split"] not in SPLIT_FILES:
-            raise LvuError(f"split={s['split']!r} is unknown — use val or test")
-        if s["subtitles"] not in SUBTITLE_MODES:
-            raise LvuError(f"subtitles={s['subtitles']!r} is not a LongVideoBench input — use interleave, none or all")
-        if is_lmms(s["compat"]) and "frames" not in given:
-            s["frames"] = LMMS_FRAMES.get(s["subtitles"], 0)
-        if s["compat"] == "vlmevalkit" and "frames" not in given:
-            s["frames"] = VLMEVALKIT_FRAMES
-        if s["subtitles"] == "all" and "frames" not in given:
-            s["frames"] = 0
-        frames = s["frames"]
-        fps_word = isinstance(frames, str) and _FPS_WORD.fullmatch(frames)
-        if not (fps_word or (isinstance(frames, int) and not isinstance(frames, bool) and frames >= 0)):
-            raise LvuError(f"frames={frames!r} is not a frame count — use max_frames such as 256 (0 = no frames)")
-        if fps_word and s["compat"] != "vlmevalkit":
-            raise LvuError(f"frames={frames!r}: fps sampling is VLMEvalKit's preset — LongVideoBench samples "
-                           "min(N, duration) frames; use a count, or --compat vlmevalkit")
-        if s["subtitles"] == "all" and frames != 0:
-            raise LvuError("subtitles=all is the official subtitles-only input (max_num_frames=-1) — use frames=0")
-        if s["compat"] != "official" and s["subtitles"] == "all":
-            raise LvuError(f"{s['compat']} has no LongVideoBench subtitles-only task — use --compat official")
-        if s["compat"] == "vlmevalkit" and s["split"] != "val":
-            raise LvuError("VLMEvalKit runs LongVideoBench val only (lvb_val.json) — use split=val or --compat official")
-        if not isinstance(s["vlmevalkit_flag_bug"], bool):
-            raise LvuError(f"vlmevalkit_flag_bug={s['vlmevalkit_flag_bug']!r} — use true or false")
-        if s["vlmevalkit_flag_bug"] and s["compat"] != "vlmevalkit":
-            raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
-        self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
+            asked = "val" if given.get("split") == "validation" else given.get("split")
+            contradicted = "split" in given and asked != inferred
+            out["split"] = SplitContradicted(data, inferred, asked) if contradicted else inferred
+        if "frames" not in given:
+            compat = given.get("compat", self.defaults["compat"])
+            subtitles = given.get("subtitles", self.defaults["subtitles"])
+            harness = HARNESSES.get(compat) if isinstance(compat, str) else None
+            if subtitles == "all":
+                out["frames"] = 0
+            elif harness is not None and isinstance(subtitles, str):
+                out["frames"] = harness.default_frames(subtitles, self.defaults["frames"])
+        return out
 
     @property
     def compat(self) -> str:
-        return self.settings["compat"]
+        """The harness's compat value."""
+        return self.harness.compat
 
     @property
     def lmms(self) -> bool:
         """compat=lmms-eval or one of its older releases."""
-        return is_lmms(self.compat)
+        return isinstance(self.harness, LongVideoBenchLmmsEval)
 
     @property
     def with_subtitles(self) -> bool:
         """Whether cues are interleaved; VLMEvalKit's flag bug inverts the request."""
-        wanted = self.settings["subtitles"] == "interleave"
-        return wanted != bool(self.settings["vlmevalkit_flag_bug"])
+        return self.harness.with_subtitles
 
     # ---- loading (longvideobench_release.py) --------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is None:
-            self._loaded = load_release(self.settings.get("data"), benchmark=self.name, split=self.settings["split"],
-                                        video_dir=self.settings.get("video_dir"),
-                                        subtitle_dir=self.settings.get("subtitle_dir"))
-        return self._loaded
+        """The split's samples, read once (`check` and `read_predictions` load too)."""
+        cached: tuple[list[Sample], list[BadRecord]] | None = getattr(self, "_loaded", None)
+        if cached is None:
+            cached = self._loaded = load_release(self.settings.get("data"), benchmark=self.name,
+                                                 split=self.settings["split"], video_dir=self.settings.get("video_dir"),
+                                                 subtitle_dir=self.settings.get("subtitle_dir"))
+        return cached
 
     def check(self) -> list[str]:
         problems = super().check()
@@ -294,19 +284,12 @@ class LongVideoBench(Benchmark):
     # ---- input plan and prompt -----------------------------------------------------------------
 
     def frame_indices(self, sample: Sample, video: VideoMeta) -> tuple[list[int], float]:
-        """(frame numbers, fps) of this sample's frames under the active protocol."""
+        """(frame numbers, fps) of this sample's frames under the active harness."""
         frames = self.settings["frames"]
         if frames == 0:
             return [], 0.0
         fps, total = video.rate_and_count()
-        if self.compat == "vlmevalkit":
-            if isinstance(frames, str):  # fps preset: int(i * fps / F) for i < int(total / fps * F)
-                rate = float(_FPS_WORD.fullmatch(frames).group(1))  # type: ignore[union-attr]
-                return [int(i * fps / rate) for i in range(int(total / fps * rate))], fps
-            return Vlmevalkit(n=frames).frame_indices(total, fps), fps
-        if self.lmms and not self.with_subtitles:  # `_v`: the model's reader
-            return Lmms(n=frames).frame_indices(total, fps), fps
-        return Lvb(n=frames).frame_indices(total, fps, duration=sample.video.duration), fps
+        return self.harness.frame_numbers(sample, frames, total, fps), fps
 
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         indices, fps = self.frame_indices(sample, video)
@@ -314,56 +297,29 @@ class LongVideoBench(Benchmark):
         return InputPlan(timestamps=[i / fps for i in indices], subtitle_mode="none", resize=self.settings["resize"])
 
     def question_text(self, sample: Sample) -> str:
-        """The text after the frames / cues, byte for byte as the active protocol writes it."""
-        options = "\n".join(". ".join([LETTERS[i], c]) for i, c in enumerate(sample.options))
-        if self.compat == "official":
-            return f"Question: {sample.question}\n{options}\n{INSTRUCTION}"
-        if self.lmms:
-            return f"{sample.question}\n{options}\n{INSTRUCTION}\n"
-        return f"{sample.question}\n{options}\n{INSTRUCTION}"
+        """The text after the frames / cues, byte for byte as the active harness writes it."""
+        return self.harness.question_text(sample)
 
     def cues(self, sample: Sample) -> list[Subtitle]:
-        sub = sample.subtitles
-        if sub is None:
-            return []
-        return official_cues(sub.path, sub.offset, float(sample.video.duration or 0.0))
+        """Every cue of the sample's subtitle file, as the official loader reads them."""
+        return sample_cues(sample)
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
         """`cues` from the engine are not used: LongVideoBench's cue reading and placement are part
         of its protocol (see the module docstring) and are done here from the subtitle file."""
         text = self.question_text(sample)
         parts: list[Any]
-        if self.settings["subtitles"] == "all":  # subtitles only: every cue, file order, no frames
+        if self.settings["subtitles"] == "all":  # subtitles only (official only): every cue, file order, no frames
             parts = [*self.cues(sample), Text(text=text)]
-        elif self.lmms:
-            if self.with_subtitles:  # `_i`: placeholders + cues on lmms-eval's own timestamp grid
-                d, n = float(sample.video.duration or 0.0), self.settings["frames"]
-                grid = [d / n * i for i in range(n)] if d > n else [float(i) for i in range(int(d) if n else 0)]
-                items = interleave_official([(t, IMAGE_TOKEN) for t in grid], self.cues(sample))
-                prefix = "\n".join(x if isinstance(x, str) else x.text for x in items)
-                text = f"{prefix}\n{text}"
-            parts = [*frames, Text(text=text)]
         else:
-            items = [(f.timestamp, f) for f in frames]
-            placed = interleave_official(items, self.cues(sample)) if self.with_subtitles else [f for _, f in items]
-            if self.compat == "vlmevalkit":
-                placed = [p.model_copy(update={"text": p.text + "\n"}) if isinstance(p, Subtitle) else p for p in placed]
-            parts = [*placed, Text(text=text)]
+            parts = self.harness.parts(sample, frames, text)
         return Prompt(parts=parts, choices=list(sample.options), question=sample.question, temperature=0.0,
-                      max_tokens=LMMS_MAX_TOKENS if self.lmms else 64)
+                      max_tokens=self.harness.max_tokens)
 
     # ---- extraction, scoring, aggregation --------------------------------------------------------
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        if self.compat == "vlmevalkit":
-            letter = parse_vlmevalkit(response.text)
-            return Prediction(value=None if letter is None else LETTERS.index(letter), method="vlmevalkit")
-        text = strip_reasoning_tags(response.text, self.compat) if self.lmms else response.text
-        letter = parse_official(text)
-        if letter is None:
-            pick = random_letter(self.settings["seed"], sample.id, len(sample.options))
-            return Prediction(value=LETTERS.index(pick), method="random")
-        return Prediction(value=LETTERS.index(letter), method="rule")
+        return self.harness.extract(sample, response)
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         if sample.answer is None:

@@ -36,6 +36,11 @@ lmms-eval itself reports only the overall mean. compat="lmms-eval@0.7.1" (releas
 "lmms-eval@0.6" (0.6.0-0.6.1, no reasoning-tag stripping) extract with the 2024-06
 `extract_characters_regex` those releases had. VLMEvalKit has no LVBench task, so
 compat="vlmevalkit" is refused.
+
+Harnesses (below, table `HARNESSES`): `LvbenchHarness` is the official protocol, `LvbenchLmmsEval`,
+`LvbenchLmmsEval071` and `LvbenchLmmsEval06` lmms-eval's releases, and `LvbenchVlmevalkit` refuses;
+`__init__` picks one from `compat` and the frame plan, prompt, extraction and what a failed sample
+counts as come from it. Settings: `LvbenchSettings` (`lvu list --settings lvbench`).
 """
 
 from __future__ import annotations
@@ -45,18 +50,24 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field, field_validator
+
 from lvu.benchmarks.base import (
     BadRecord, Benchmark, Breakdown, json_id_map, lmms_log_response, read_prediction_lines, register_benchmark,
 )
+from lvu.benchmarks.harness import Harness, pick
 from lvu.benchmarks.lvbench_ref import REFERENCE
 from lvu.benchmarks.lvbench_release import (  # noqa: F401 — bins, HUB_REVISION, parsers: importable from here
     CAPABILITIES, CHOICES, CLUE_BINS, HUB_REVISION, LENGTH_BINS, META_FILE, clue_bin, length_bin, load_release,
     parse_time_reference,
 )
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Uniform
 from lvu.scoring.choice import lmms_extract_mcq, mean_pct as _pct
-from lvu.scoring.lmms_eval import LMMS_EVAL, MODES as LMMS_MODES, check_compat, extract_legacy, strip_reasoning_tags
+from lvu.scoring.lmms_eval import (
+    LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, extract_legacy, strip_reasoning_tags,
+)
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
     VideoMeta,
@@ -66,7 +77,6 @@ PROMPT_INSTRUCTION = ("Please select the best answer from the options above and 
                       "representing your choice without giving any explanation.")
 LMMS_POST_PROMPT = "\nAnswer the question with the option letter"
 EXPECTED_VIDEOS, EXPECTED_QUESTIONS = 103, 1549
-COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 CATEGORY_ORDER = ("Sports", "Documentary", "Event Record", "Lifestyle", "TV Show", "Cartoon")
 
 # ---- the official extraction (lmms-eval's: lvu.scoring.choice.lmms_extract_mcq) ----------
@@ -86,6 +96,122 @@ def polish_answer(answer: str) -> str:
     return answer
 
 
+# ---- settings and harnesses ------------------------------------------------------------------
+
+
+class LvbenchSettings(BenchmarkSettings):
+    """LVBench's settings (the paper gives no sampling detail: frames is the reported rows' knob)."""
+
+    frames: int = Field(32, description="uniform segment centres (32: LLaVA-NeXT's row; 10 GPT-4o, 16 PLLaVA, "
+                                        "96 TimeChat), the cap with fps; 0: a blind text-only run")
+    fps: int | float | None = Field(None, description="read one frame every 1/fps s instead, capped at frames "
+                                                      "(the paper's native rows: fps=1); unset: frames only")
+    resize: int | None = Field(None, description="shorter side of frames in pixels; unset: full size")
+    compat: str = Field("official", description="harness: official (the paper + THUDM/LVBench scorer), lmms-eval "
+                                                "(0.7.2-0.7.3), lmms-eval@0.7.1 or lmms-eval@0.6")
+
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise LvuError(f"frames={value!r} is not a frame count — use a whole number such as 32 (0: no video)")
+        return value
+
+    @field_validator("fps", mode="before")
+    @classmethod
+    def _fps(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise LvuError(f"fps={value!r} is not a positive rate — e.g. fps=1 (frames then caps the count)")
+        return value
+
+
+class LvbenchHarness(Harness["LvbenchBenchmark"]):
+    """The official protocol: uniform frames, the paper's instruction, `polish_answer`, failed
+    samples left out (the scorer skips uids without an answer)."""
+
+    compat: ClassVar[str] = "official"
+    peer: ClassVar[str] = "the paper (Sec. 4.1) and THUDM/LVBench's answer_util.py / compute_accuracy.py"
+    counts_failed: ClassVar[bool] = False
+    """Whether a failed sample counts as wrong (lmms-eval) rather than being left out (the official scorer)."""
+    no_letter: ClassVar[str] = "outside the options"
+    """How a score explains a reply without one of the option letters."""
+
+    def frame_plan(self, n: int) -> Lmms | Uniform:
+        """The plan for `frames` without `fps`."""
+        return Uniform(n=n)
+
+    def prompt(self, question: str) -> tuple[str, int]:
+        """(text after the frames, max new tokens) for the released question string."""
+        return question + "\n" + PROMPT_INSTRUCTION, 64
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        if sample.extra.get("verbatim"):  # an official answer file: the scorer compares it as written
+            letter, method = response.text, "answer file"
+        else:
+            letter, method = polish_answer(response.text), "polish_answer"
+        value: int | str | None = CHOICES.index(letter) if len(letter) == 1 and letter in CHOICES else letter or None
+        return Prediction(value=value, method=method)
+
+
+class LvbenchLmmsEval(LvbenchHarness):
+    """lmms_eval/tasks/lvbench (0.7.2-0.7.3): lmms:N frames, its post prompt, 16 new tokens, the reply
+    after reasoning blocks are stripped read by `extract_mcq_answer` (A-D); failures count as wrong."""
+
+    compat = LMMS_EVAL
+    peer = f"lmms-eval {RELEASES[LMMS_EVAL]} (lmms_eval/tasks/lvbench)"
+    counts_failed = True
+    no_letter = "no option letter"
+
+    def frame_plan(self, n: int) -> Lmms | Uniform:
+        return Lmms(n=n)
+
+    def prompt(self, question: str) -> tuple[str, int]:
+        return question + LMMS_POST_PROMPT, 16
+
+    def letter(self, text: str) -> tuple[str, str]:
+        """(letter or "", the extractor's name) of the reply its evaluator hands the task."""
+        return lmms_extract_mcq(text, "ABCD"), "extract_mcq_answer"
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        letter, method = self.letter(strip_reasoning_tags(response.text, self.compat))
+        return Prediction(value=CHOICES.index(letter) if letter else None, method=f"{self.compat} {method}")
+
+
+class LvbenchLmmsEval071(LvbenchLmmsEval):
+    """lmms-eval 0.7.0-0.7.1: the 2024-06 `extract_characters_regex`."""
+
+    compat = LMMS_EVAL_0_7_1
+    peer = f"lmms-eval {RELEASES[LMMS_EVAL_0_7_1]} (lmms_eval/tasks/lvbench)"
+
+    def letter(self, text: str) -> tuple[str, str]:
+        return extract_legacy(text), "extract_characters_regex@2024-06"
+
+
+class LvbenchLmmsEval06(LvbenchLmmsEval071):
+    """lmms-eval 0.6.0-0.6.1: as 0.7.1, with no reasoning-tag stripping (strip_reasoning_tags knows)."""
+
+    compat = LMMS_EVAL_0_6
+    peer = f"lmms-eval {RELEASES[LMMS_EVAL_0_6]} (lmms_eval/tasks/lvbench)"
+
+
+class LvbenchVlmevalkit(LvbenchHarness):
+    """VLMEvalKit has no LVBench task: choosing it is refused (a known compat value, in its own words)."""
+
+    compat = "vlmevalkit"
+    peer = "VLMEvalKit (no LVBench task at e8e78f05)"
+
+    def __init__(self, bench: LvbenchBenchmark) -> None:
+        raise LvuError("compat=vlmevalkit: VLMEvalKit has no LVBench task (checked at e8e78f05) — "
+                       "use compat=official or compat=lmms-eval")
+
+
+HARNESSES: dict[str, type[LvbenchHarness]] = {
+    "official": LvbenchHarness, LMMS_EVAL: LvbenchLmmsEval, LMMS_EVAL_0_7_1: LvbenchLmmsEval071,
+    LMMS_EVAL_0_6: LvbenchLmmsEval06, "vlmevalkit": LvbenchVlmevalkit,
+}
+"""compat value -> harness (lvu.benchmarks.harness.pick); the order is the one errors list."""
+
+
 # ---- the benchmark ----------------------------------------------------------------------------
 
 
@@ -93,27 +219,17 @@ def polish_answer(answer: str) -> str:
 class LvbenchBenchmark(Benchmark):
     """LVBench (THUDM): 103 hour-long videos, 1,549 MCQs; official prompt, polish_answer, Table 2/3."""
 
-    defaults: ClassVar[dict[str, Any]] = {"frames": 32, "fps": None, "resize": None, "compat": "official"}
+    Settings = LvbenchSettings
+    config: LvbenchSettings
     expected_counts: ClassVar[dict[str, int]] = {"all": EXPECTED_QUESTIONS}
     reference: ClassVar[list[dict[str, Any]]] = REFERENCE
+    harness: LvbenchHarness
 
     def __init__(self, **settings: Any) -> None:
+        compat = self.defaults["compat"] if settings.get("compat") is None else settings["compat"]
+        self.harness = pick(HARNESSES, compat, "lvbench")(self)  # first, as before: compat, then the rest
         super().__init__(**settings)
-        s = self.settings
-        check_compat(s["compat"], COMPATS, "lvbench")
-        if s["compat"] == "vlmevalkit":
-            raise LvuError("compat=vlmevalkit: VLMEvalKit has no LVBench task (checked at e8e78f05) — "
-                           "use compat=official or compat=lmms-eval")
-        if isinstance(s["frames"], bool) or not isinstance(s["frames"], int) or s["frames"] < 0:
-            raise LvuError(f"frames={s['frames']!r} is not a frame count — use a whole number such as 32 (0: no video)")
-        if s["fps"] is not None and (isinstance(s["fps"], bool) or not isinstance(s["fps"], (int, float))
-                                     or s["fps"] <= 0):
-            raise LvuError(f"fps={s['fps']!r} is not a positive rate — e.g. fps=1 (frames then caps the count)")
         self._stats: dict[str, Any] = {}
-
-    @property
-    def official(self) -> bool:
-        return self.settings["compat"] == "official"
 
     # ---- loading (lvbench_release.py) ---------------------------------------------------------
 
@@ -159,10 +275,8 @@ class LvbenchBenchmark(Benchmark):
             return InputPlan(timestamps=[], resize=self.settings["resize"])
         if rate is not None:
             plan: Fps | Lmms | Uniform = Fps(fps=rate, max_frames=n)
-        elif not self.official:
-            plan = Lmms(n=n)
         else:
-            plan = Uniform(n=n)
+            plan = self.harness.frame_plan(n)
         times = plan.timestamps(video.duration, video.fps or 0.0)  # 0 = unknown: lmms refuses, time plans need none
         return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
 
@@ -172,28 +286,12 @@ class LvbenchBenchmark(Benchmark):
         return sample.extra.get("question_raw", rebuilt)
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
-        if self.official:
-            text, max_tokens = self.question_text(sample) + "\n" + PROMPT_INSTRUCTION, 64
-        else:
-            text, max_tokens = self.question_text(sample) + LMMS_POST_PROMPT, 16
+        text, max_tokens = self.harness.prompt(self.question_text(sample))
         return Prompt(parts=[*frames, Text(text=text)], choices=list(sample.options), question=sample.question,
                       max_tokens=max_tokens)
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        if not self.official:  # lmms-eval: reasoning blocks stripped, then A-D whatever the option count
-            compat = self.settings["compat"]
-            text = strip_reasoning_tags(response.text, compat)
-            if compat == LMMS_EVAL:
-                letter, method = lmms_extract_mcq(text, "ABCD"), "extract_mcq_answer"
-            else:
-                letter, method = extract_legacy(text), "extract_characters_regex@2024-06"
-            return Prediction(value=CHOICES.index(letter) if letter else None, method=f"{compat} {method}")
-        if sample.extra.get("verbatim"):  # an official answer file: the scorer compares it as written
-            letter, method = response.text, "answer file"
-        else:
-            letter, method = polish_answer(response.text), "polish_answer"
-        value: int | str | None = CHOICES.index(letter) if len(letter) == 1 and letter in CHOICES else letter or None
-        return Prediction(value=value, method=method)
+        return self.harness.extract(sample, response)
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         answer = sample.extra.get("answer_letter") or CHOICES[sample.answer]  # type: ignore[index]
@@ -204,15 +302,14 @@ class LvbenchBenchmark(Benchmark):
         elif got in CHOICES:
             why = f"{got!r}, answer {answer!r}"
         else:
-            rule = "no option letter" if not self.official else "outside the options"
-            why = f"{got!r} ({rule}: wrong, counted), answer {answer!r}"
+            why = f"{got!r} ({self.harness.no_letter}: wrong, counted), answer {answer!r}"
         return Score(value=float(ok), correct=ok, explanation=why)
 
     # ---- aggregation and files ----------------------------------------------------------------
 
     def _scored(self, results: list[SampleResult]) -> tuple[list[SampleResult], list[SampleResult]]:
         """(counted, left out): officially a failed sample has no answer and is skipped."""
-        kept = [r for r in results if r.counted and (r.error is None or not self.official)]
+        kept = [r for r in results if r.counted and (r.error is None or self.harness.counts_failed)]
         ids = {id(r) for r in kept}
         return kept, [r for r in results if r.counted and id(r) not in ids]
 

@@ -42,7 +42,7 @@ from typing import Any
 from lvu.benchmarks.base import BadRecord
 from lvu.benchmarks.loading import RecordError, Unparsed, json_lines, load_hub, read_text
 from lvu.errors import DataError, LvuError
-from lvu.types import LETTERS, Sample
+from lvu.types import LETTERS, Sample, VideoRef
 
 META_FILE = "video_info.meta.jsonl"
 HUB_ID = "THUDM/LVBench"
@@ -135,7 +135,8 @@ def map_record(record: Any, where: str, video_path: VideoPath) -> tuple[list[Sam
         questions = _rows(record["qa"]) if "qa" in record else [record]
     except RecordError as e:
         return [], [BadRecord(id=where, error=f"{where}: video {key}: {e}")]
-    info = record.get("video_info") if isinstance(record.get("video_info"), dict) else {}
+    raw_info = record.get("video_info")
+    info: dict = raw_info if isinstance(raw_info, dict) else {}
     vtype = str(record.get("type") or "")
     samples, bad = [], []
     for i, qa in enumerate(questions):
@@ -178,7 +179,7 @@ def _sample(qa: Any, key: str, vtype: str, info: dict, video_path: VideoPath) ->
         labels["video_length"] = length_bin(float(minutes) * 60)
     return Sample(
         id=str(qa["uid"]), benchmark="lvbench",
-        video={"path": video_path(key, qa.get("video_path") or None)},
+        video=VideoRef(path=video_path(key, qa.get("video_path") or None)),
         question=stem, options=options, answer=CHOICES.index(answer),
         labels=labels,
         extra={"key": key, "uid": qa["uid"], "question_raw": str(raw), "answer_letter": answer,

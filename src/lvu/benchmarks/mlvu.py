@@ -38,6 +38,11 @@ compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @2964
   vlmevalkit:N frames (fps mode int(i*fps_video/F)); check_ans, else can_infer (exact_matching,
   against the FIRST equal candidate); M-Avg = question-weighted over six tasks — its list omits
   action order; G-Avg = summed int(score) / count.
+
+Harnesses (mlvu_harness.py): `MlvuHarness` (official), `MlvuLmmsEval` (lmms-eval), `MlvuLmmsEval071`
+(lmms-eval@0.7.1), `MlvuLmmsEval06` (lmms-eval@0.6) and `MlvuVlmevalkit` (vlmevalkit), picked once
+from `compat` in `Mlvu.__init__`; the steps above that differ delegate to `self.harness`. Settings:
+`MlvuSettings` (one typed field each, its checks as validators).
 """
 
 from __future__ import annotations
@@ -46,63 +51,35 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.harness import pick
+from lvu.benchmarks.mlvu_harness import (  # noqa: F401 — the protocol's texts and functions: still importable from here
+    ASSISTANT_PREFIX, HARNESSES, LMMS_POST_PROMPT, LMMS_TYPES, MC_INSTRUCTION, SYSTEM_GEN, SYSTEM_MC,
+    VLMEVALKIT_M_AVG, MlvuHarness, check_ans_pred, mlvu_indices, qa_template, vlmevalkit_can_infer,
+)
 from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.benchmarks.mlvu_release import (  # noqa: F401 — FOLDERS, Task, answer_letter: still importable from here
     BY_TYPE, FOLDERS, HUB_REVISION, TASKS, Task, answer_letter, load_release,
 )
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import DataError, LvuError
-from lvu.media.sampling import Fps, Lmms, Vlmevalkit
-from lvu.scoring.choice import lmms_extract_mcq
-from lvu.scoring.lmms_eval import LMMS_EVAL, MODES as LMMS_MODES, check_compat, is_lmms, strip_reasoning_tags
 from lvu.scoring.judges import Judgement, JudgeTask
+from lvu.scoring.lmms_eval import check_compat
 from lvu.types import (
-    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
-    VideoMeta,
+    Frame, InputPlan, LETTERS, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, VideoMeta,
 )
 
-SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
-             "select the best option that accurately addresses the question.")
-SYSTEM_GEN = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
-              "answer the given questions.")
-MC_INSTRUCTION = "\nOnly give the best option."
-ASSISTANT_PREFIX = "Best Option: ("
-LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
 JUDGE_PENDING = "needs the MLVU generation judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
-COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
 PAPER_COUNTS = {
     "dev": {"TR": 264, "AR": 200, "VS": 217, "NQA": 355, "ER": 352, "PQA": 539, "SSC": 201, "AO": 259, "AC": 206},
     "test": {"TR": 91, "AR": 39, "NQA": 60, "ER": 53, "PQA": 50, "SQA": 36, "AO": 70, "AC": 60, "TQA": 43},
 }
 """Questions per task: dev from the paper (2,593 = 2,175 MCQ + 418 generation); test MCQ from the
 repo's example submission (502; the test generation counts are not published)."""
-LMMS_TYPES = {"dev": ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning"),
-              "test": ("anomaly_reco", "count", "ego", "needleQA", "order", "plotQA", "sportsQA",
-                       "topic_reasoning", "tutorialQA")}
-VLMEVALKIT_M_AVG = ("PQA", "NQA", "ER", "AC", "AR", "TR")
-"""VLMEvalKit's 'M-Avg' list: plotQA, needle, ego, count, anomaly_reco, topic_reasoning (no order)."""
-
-
-# ---- protocol functions (pure) ----------------------------------------------------------------
-
-
-def qa_template(question: str, candidates: list[str]) -> str:
-    """The repo's qa_template: 'Question: …\\nOptions:\\n(A) …\\n(B) …' (right-stripped)."""
-    text = f"Question: {question}\n" + "Options:\n"
-    for i, c in enumerate(candidates):
-        text += f"({chr(ord('A') + i)}) {c}\n"
-    return text.rstrip()
-
-
-
-def check_ans_pred(reply: str) -> str:
-    """What the official check_ans compares: the char before the first ')', else the reply."""
-    if ")" in reply:
-        i = reply.index(")")
-        return reply[i - 1:i]
-    return reply
 
 
 def submission_option(reply: str) -> str:
@@ -111,47 +88,82 @@ def submission_option(reply: str) -> str:
     return pred[:pred.index(")")].strip() if ")" in pred else pred
 
 
-_VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
-                     "I'm sorry, but without the image provided", "Cannot determine the answer")
+# ---- settings -----------------------------------------------------------------------------------
 
 
-def vlmevalkit_can_infer(answer: str, options: list[str]) -> str | None:
-    """VLMEvalKit `can_infer` (matching_util.py @18fc37a): one option letter among the words, else
-    one option text contained in the reply (lower case); 'Z' for refusals; None when ambiguous."""
-    choices = {LETTERS[i]: o for i, o in enumerate(options)}
-    if "Failed to obtain answer via API" not in answer:
-        if any(err in answer for err in _VLMEVAL_REFUSALS):
-            return "Z"
-        mod = answer
-        for c in ".()[],:;!*#{}":
-            mod = mod.replace(c, " ")
-        splits = [x.strip() for x in mod.split()]
-        hits = [ch for ch in choices if ch in splits]
-        if len(hits) == 1:
-            return hits[0]
-        if not hits and sum(z in splits for z in ("Z", "")) == 1:
-            return "Z"
-    low = answer.lower()
-    texts = [k for k, v in choices.items() if str(v).lower() in low]
-    return texts[0] if len(texts) == 1 else None
+def _check_compat(value: Any) -> None:
+    """A value the harness table knows (read when checked, so a new table entry is a new value)."""
+    check_compat(value, tuple(HARNESSES), "mlvu")
 
 
-def mlvu_indices(num_frames: int, n: int) -> list[int]:
-    """The repo's `get_index` without a bound: seg = (T-1)/N, int(seg/2 + round(seg*i))."""
-    import numpy as np
+def _check_split(value: Any) -> None:
+    if value not in ("dev", "test"):
+        raise LvuError(f"split={value!r} is unknown — MLVU has split=dev or split=test")
 
-    seg = float(num_frames - 1) / n
-    return [int(seg / 2 + np.round(seg * i)) for i in range(n)]
+
+def _check_subtitles(value: Any) -> None:
+    if value not in (None, "none"):
+        raise LvuError("MLVU has no subtitles (its questions are visual only) — drop --subtitles")
+
+
+def _check_frames(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LvuError(f"frames={value!r} is not a frame count — use a whole number such as 16")
+
+
+def _check_fps(value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise LvuError(f"fps={value!r} is not a frame rate — use e.g. fps=0.5 (the paper's GPT-4o setting)")
+
+
+_CHECKS_IN_ORDER = (("compat", _check_compat), ("split", _check_split), ("subtitles", _check_subtitles),
+                    ("frames", _check_frames), ("fps", _check_fps))
+"""The one-field checks, in the order a value breaking two of them is reported."""
+
+
+class MlvuSettings(BenchmarkSettings):
+    """MLVU's settings (defaults: the official repo's VideoChat2 template, 16 frames)."""
+
+    split: Literal["dev", "test"] = Field("dev", description="dev (9 tasks) or test (11 tasks; answers hidden "
+                                                             "unless test_mcq_gt.json is there)")
+    tasks: str = Field("all", description="all, mc (M-Avg only), gen (SSC, VS) or task codes such as TR,AR; "
+                                          "lmms-eval runs the MCQ tasks only")
+    frames: int = Field(16, description="frames per video (paper: 16 for most models), picked by the "
+                                        "harness's frame plan; ignored when fps is set")
+    fps: float | int | None = Field(None, description="the paper's \"N fps\" mode (GPT-4o: 0.5) instead of a "
+                                                      "frame count; not with lmms-eval")
+    resize: int | None = Field(None, description="shorter frame side in pixels (GPT-4o: 512); none: full size")
+    subtitles: Literal["none"] | None = Field("none", description="always none: MLVU's questions are visual only")
+    compat: str = Field("official", description="whose protocol: official, lmms-eval, lmms-eval@0.7.1, "
+                                                "lmms-eval@0.6 or vlmevalkit (mlvu_harness.py)")
+    hub_revision: Any = Field(HUB_REVISION, description="revision of the hub copy (MLVU/MVLU, MLVU/MLVU_Test) "
+                                                        "read when --data is not given")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_field_checks(cls, values: Any) -> Any:
+        """The checks of single settings, in the protocol's order (compat first)."""
+        if isinstance(values, dict):
+            for name, check in _CHECKS_IN_ORDER:
+                if name in values:
+                    check(values[name])
+        return values
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks_text(cls, value: Any) -> str:
+        """Read as text; the harness checks the codes (lmms-eval has no generation tasks)."""
+        return str(value)
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
 
 
-
 def _sub_scores(by_task: dict[str, list[SampleResult]]) -> Breakdown | None:
     """Mean judge sub-scores (1-5) of SSC and VS, a failed reply adding 0 as to the totals (so the
     two means of a task sum to its total); the title names the judge(s). None before any judging."""
-    rows, judges = [], set()
+    rows: list[tuple[str, int, float]] = []
+    judges: set[str] = set()
     for code in ("VS", "SSC"):
         judged = [r for r in by_task.get(code, []) if r.counted and r.judge and r.judge.get("parts")]
         if not judged:
@@ -174,54 +186,19 @@ def _sub_scores(by_task: dict[str, list[SampleResult]]) -> Breakdown | None:
 class Mlvu(Benchmark):
     """MLVU dev/test: 7 (test 9) multiple-choice and 2 generation tasks, M-Avg / G-Avg (official repo protocol)."""
 
-    defaults = {"split": "dev", "tasks": "all", "frames": 16, "fps": None, "resize": None, "subtitles": "none",
-                "compat": "official", "hub_revision": HUB_REVISION}
+    Settings = MlvuSettings
+    config: MlvuSettings
+    harness: MlvuHarness
+    """The harness `compat` picks (mlvu_harness.py): tasks, frames, prompts, extraction, M-Avg, G-Avg."""
+    tasks: list[str]
+    """The task codes this run holds, as `tasks=` and the harness choose them."""
     expected_counts = {"dev": 2593, "test": 502}
     reference = REFERENCE
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
-        s = self.settings
-        check_compat(s["compat"], COMPATS, "mlvu")
-        if s["split"] not in ("dev", "test"):
-            raise LvuError(f"split={s['split']!r} is unknown — MLVU has split=dev or split=test")
-        if s["subtitles"] not in (None, "none"):
-            raise LvuError("MLVU has no subtitles (its questions are visual only) — drop --subtitles")
-        frames, fps = s["frames"], s["fps"]
-        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-            raise LvuError(f"frames={frames!r} is not a frame count — use a whole number such as 16")
-        if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0):
-            raise LvuError(f"fps={fps!r} is not a frame rate — use e.g. fps=0.5 (the paper's GPT-4o setting)")
-        if fps is not None and is_lmms(s["compat"]):
-            raise LvuError("lmms-eval samples a frame count only — fps needs --compat official or vlmevalkit")
-        self.tasks = self._parse_tasks(str(s["tasks"]))
-
-    def _parse_tasks(self, spec: str) -> list[str]:
-        split, lmms = self.settings["split"], is_lmms(self.settings["compat"])
-        valid = [c for c, t in TASKS.items() if split == "test" or t.file]
-        if spec.strip().lower() in ("all", "mc", "gen"):
-            spec = spec.strip().lower()
-            chosen = [c for c in valid if spec == "all" or TASKS[c].generation == (spec == "gen")]
-            if lmms and spec == "all":
-                chosen = [c for c in chosen if not TASKS[c].generation]
-        else:
-            chosen = [c.strip().upper() for c in spec.split(",") if c.strip()]
-            bad = [c for c in chosen if c not in valid]
-            if bad or not chosen:
-                raise LvuError(f"tasks={spec!r}: unknown task(s) {', '.join(bad) or '(none)'} for MLVU {split} — "
-                               f"use all, mc, gen or codes from {', '.join(valid)}")
-        if lmms and any(TASKS[c].generation for c in chosen):
-            raise LvuError("lmms-eval has no MLVU generation tasks (SSC, VS) — use --compat official or vlmevalkit")
-        return chosen
-
-    @property
-    def compat(self) -> str:
-        return self.settings["compat"]
-
-    @property
-    def lmms(self) -> bool:
-        """compat=lmms-eval or one of its older releases (they differ in extraction only)."""
-        return is_lmms(self.compat)
+        self.harness = pick(HARNESSES, self.config.compat, "mlvu")(self)
+        self.tasks = self.harness.choose_tasks(self.config.tasks)
 
     # ---- loading (mlvu_release.py) ------------------------------------------------------------
 
@@ -241,7 +218,7 @@ class Mlvu(Benchmark):
                                 f"the official scorer counts it wrong")
         counts: dict[str, int] = defaultdict(int)
         for s in samples:
-            counts[s.labels["task"]] += 1
+            counts[str(s.labels["task"])] += 1
         known = PAPER_COUNTS[split]
         if all(code in known for code in self.tasks) and len(samples) != sum(known[c] for c in self.tasks):
             problems.append(f"mlvu {split}: {len(samples)} usable questions in tasks {','.join(self.tasks)}, "
@@ -255,67 +232,19 @@ class Mlvu(Benchmark):
     # ---- inputs and prompts ----------------------------------------------------------------------
 
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
-        n, fps = self.settings["frames"], self.settings["fps"]
-        if fps is not None and self.compat != "vlmevalkit":
-            times = Fps(fps=fps).timestamps(video.duration, 0.0)  # the paper's "N fps": t = k / N
-        else:
-            rate, total = video.rate_and_count()
-            total = max(1, total)
-            if fps is not None:  # VLMEvalKit fps mode
-                step = rate / fps
-                idx = [int(i * step) for i in range(int(total / rate * fps))]
-            elif self.lmms:
-                idx = Lmms(n=n).frame_indices(total, rate)
-            elif self.compat == "vlmevalkit":
-                idx = Vlmevalkit(n=n).frame_indices(total, rate)
-            else:
-                idx = mlvu_indices(total, n)
-            times = [min(i, total - 1) / rate for i in idx]
-        return InputPlan(timestamps=times, subtitle_mode="none", resize=self.settings["resize"])
+        return InputPlan(timestamps=self.harness.times(video), subtitle_mode="none", resize=self.settings["resize"])
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
-        gen = TASKS[str(sample.labels["task"])].generation
-        common = {"choices": list(sample.options), "question": sample.question}
-        if gen:
-            parts = ([Text(text=sample.question), *frames] if self.compat == "vlmevalkit"
-                     else [*frames, Text(text=sample.question)])
-            return Prompt(parts=parts, system=SYSTEM_GEN, max_tokens=1000, **common)
-        if self.lmms:
-            lines = "\n".join(f"({LETTERS[i]}) {c}" for i, c in enumerate(sample.options))
-            post = LMMS_POST_PROMPT if self.settings["split"] == "dev" else ""
-            return Prompt(parts=[*frames, Text(text=f"{sample.question}\n{lines}{post}")], max_tokens=16, **common)
-        text = qa_template(sample.question, sample.options)
-        if self.compat == "vlmevalkit":
-            return Prompt(parts=[Text(text=text), *frames, Text(text=MC_INSTRUCTION)], system=SYSTEM_MC,
-                          max_tokens=100, **common)
-        return Prompt(parts=[*frames, Text(text=text + MC_INSTRUCTION)], system=SYSTEM_MC,
-                      assistant_prefix=ASSISTANT_PREFIX, max_tokens=100, **common)
+        if TASKS[str(sample.labels["task"])].generation:
+            return self.harness.generation_prompt(sample, frames)
+        return self.harness.choice_prompt(sample, frames)
 
     # ---- extraction and scoring ------------------------------------------------------------------
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        reply = response.text.strip()
         if not sample.options:
-            return Prediction(value=reply)
-        valid = LETTERS[:len(sample.options)]
-        if self.lmms:  # its evaluator strips reasoning blocks first
-            text = strip_reasoning_tags(response.text, self.compat)
-            if self.compat == LMMS_EVAL:
-                got = lmms_extract_mcq(text)
-                return Prediction(value=valid.index(got) if got and got in valid else None,
-                                  method=f"{self.compat} extract_mcq_answer")
-            got = check_ans_pred(text.strip())
-            return Prediction(value=valid.index(got) if len(got) == 1 and got in valid else got or None,
-                              method=f"{self.compat} char before the first ')'")
-        got = check_ans_pred(reply)
-        if self.compat == "vlmevalkit" and got != sample.extra.get("answer_letter"):
-            inferred = vlmevalkit_can_infer(reply, sample.options)
-            if inferred is not None:
-                return Prediction(value=valid.index(inferred) if inferred in valid else inferred,
-                                  method="vlmevalkit-can-infer")
-        if len(got) == 1 and got in valid:
-            return Prediction(value=valid.index(got))
-        return Prediction(value=got or None)
+            return Prediction(value=response.text.strip())
+        return self.harness.extract_choice(sample, response)
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         if not sample.options:
@@ -325,13 +254,7 @@ class Mlvu(Benchmark):
                                                                "write_submission writes")
         got = prediction.value
         letter = LETTERS[got] if isinstance(got, int) else (got or "")
-        if self.lmms:
-            gt = LETTERS[sample.answer] if isinstance(sample.answer, int) else ""
-            rule = prediction.method or self.compat
-        elif prediction.method == "vlmevalkit-can-infer":
-            gt, rule = sample.extra.get("answer_first") or "", "VLMEvalKit can_infer (exact_matching)"
-        else:
-            gt, rule = sample.extra["answer_letter"], "check_ans: char before the first ')'"
+        gt, rule = self.harness.answer_key(sample, prediction)
         ok = bool(letter) and letter == gt
         return Score(value=float(ok), correct=ok, explanation=f"{rule}: compared {letter!r} with {gt!r}")
 
@@ -357,14 +280,16 @@ class Mlvu(Benchmark):
         for r in results:
             if r.labels.get("task") in TASKS:
                 by_task[str(r.labels["task"])].append(r)
-        mc_rows, gen_rows, acc, gen = [], [], {}, {}
+        mc_rows: list[tuple[str, int, float]] = []
+        gen_rows: list[tuple[str, int, float]] = []
+        acc: dict[str, tuple[float, int]] = {}
+        gen: dict[str, float] = {}
         for code, task in TASKS.items():
             rs = by_task.get(code, [])
             if task.generation:
-                judged = [r for r in rs if r.counted and r.score is not None and not math.isnan(r.score)]
+                judged = [r.score for r in rs if r.counted and r.score is not None and not math.isnan(r.score)]
                 failed = [r for r in rs if r.error and r.counted]  # a data error (counted False) is left out
-                vals = [int(r.score) if self.compat == "vlmevalkit" else r.score for r in judged]
-                vals += [0.0] * len(failed)
+                vals = [self.harness.generation_value(v) for v in judged] + [0.0] * len(failed)
                 if rs:
                     gen[code] = sum(vals) / len(vals) if judged else math.nan
                     gen_rows.append((code, len(judged) + (len(failed) if judged else 0), gen[code]))
@@ -376,25 +301,8 @@ class Mlvu(Benchmark):
                 acc[code] = (100.0 * sum(r.score or 0.0 for r in counted) / len(counted), len(counted)) if counted \
                     else (math.nan, 0)
                 mc_rows.append((code, acc[code][1], acc[code][0]))
-        n_mc = sum(n for _, n in acc.values())
-        if self.lmms:
-            types = LMMS_TYPES[self.settings["split"]]
-            vals = {BY_TYPE[t].code: acc.get(BY_TYPE[t].code, (0.0, 0))[0] for t in types}
-            m_avg = sum(0.0 if math.isnan(v) else v for v in vals.values()) / len(types)
-        elif self.compat == "vlmevalkit":
-            rs = [r for c in VLMEVALKIT_M_AVG for r in by_task.get(c, []) if r.counted]
-            m_avg = 100.0 * sum(r.score or 0.0 for r in rs) / len(rs) if rs else math.nan
-            n_mc = len(rs)
-        else:
-            vals = [a for a, n in acc.values() if n]
-            m_avg = sum(vals) / len(vals) if vals else math.nan
-        if self.compat == "vlmevalkit":
-            judged = [r for c in ("SSC", "VS") for r in by_task.get(c, []) if r.counted and r.score is not None
-                      and not math.isnan(r.score)]
-            g_avg = sum(int(r.score) for r in judged) / len(judged) if judged else math.nan
-        else:
-            done = [v for v in gen.values() if not math.isnan(v)]
-            g_avg = sum(done) / len(done) if done and len(done) == len(gen) else math.nan
+        m_avg, n_mc = self.harness.m_avg(acc, by_task)
+        g_avg = self.harness.g_avg(gen, by_task)
         n_gen = sum(n for _, n, _ in gen_rows)
         overall = [("M-Avg", n_mc, m_avg)] + ([("G-Avg", n_gen, g_avg)] if gen else [])
         tables = [Breakdown(title="overall", rows=overall)]
@@ -431,15 +339,17 @@ class Mlvu(Benchmark):
                             f"submission list or lvu JSONL)")
         pairs = []
         for i, row in enumerate(rows, 1):
-            key, sample, text = "?", None, None
+            key: object = "?"
+            sample: Sample | None = None
+            text: Any = None
             if isinstance(row, dict) and "question_id" in row:
                 key, sample, text = row["question_id"], by_id.get(str(row["question_id"])), row.get("option")
             elif isinstance(row, dict) and "Q" in row:
-                key = (row.get("video_name"), row["Q"])
-                sample, text = by_gen.get(key), row.get("pred")
+                gen_key: tuple[Any, Any] = (row.get("video_name"), row["Q"])
+                key, sample, text = gen_key, by_gen.get(gen_key), row.get("pred")
             elif isinstance(row, dict) and "question" in row:
-                key = (Path(str(row.get("video", ""))).name, row["question"])
-                sample, text = by_mc.get(key), row.get("pred")
+                mc_key: tuple[str, Any] = (Path(str(row.get("video", ""))).name, row["question"])
+                key, sample, text = mc_key, by_mc.get(mc_key), row.get("pred")
             if sample is None:
                 raise DataError(f"{path} row {i}: no MLVU {self.settings['split']} question matches {key!r} — "
                                 f"pass the release the predictions were made on with --data")
@@ -459,7 +369,7 @@ class Mlvu(Benchmark):
         folder = path if path.is_dir() or (self.settings["split"] == "dev" and not path.suffix) else path.parent
         folder.mkdir(parents=True, exist_ok=True)
         if self.settings["split"] == "test":
-            rows = [{"question_id": r.sample_id, "question_type": r.labels.get("question_type"),
+            rows: list[dict[str, Any]] = [{"question_id": r.sample_id, "question_type": r.labels.get("question_type"),
                      "option": submission_option(r.response or "")} for r in mc]
             out = path if not path.is_dir() else path / "test_res.json"
             out.write_text(json.dumps(rows, indent=4), encoding="utf-8")

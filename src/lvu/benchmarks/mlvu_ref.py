@@ -68,7 +68,9 @@ _TABLE2 = [
 _LADDER_MODELS = ("Otter-I", "LLaVA-1.6", "InternVL-1.5", "Claude-3-Opus", "Qwen-VL-Max", "Otter-V", "mPLUG-Owl-V",
                   "Video-LLaMA-2", "Video-ChatGPT", "VideoChat", "VideoChat2", "Video-LLaVA", "MiniGPT4-Video",
                   "LLaMA-VID", "Movie-LLM", "MA-LMM", "MovieChat", "TimeChat")
-_LADDER = {
+_LadderRow = tuple[float, float, float, float, float, float, float | None, float]
+"""NQA, ER, PQA, AO, AC, SSC, VS (None: not run at that length), M-Avg."""
+_LADDER: dict[int, tuple[str, list[_LadderRow]]] = {
     180: ("Table 7", [
         (25.0, 25.0, 25.4, 25.0, 25.0, 4.04, 2.59, 25.1), (48.0, 43.0, 45.2, 29.5, 28.5, 4.48, 2.40, 38.8),
         (70.5, 47.5, 60.9, 19.5, 28.5, 5.42, 3.30, 45.3), (34.5, 42.5, 38.1, 15.5, 22.0, 4.12, 3.35, 30.5),

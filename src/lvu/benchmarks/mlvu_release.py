@@ -21,7 +21,7 @@ from typing import Any
 from lvu.benchmarks.base import BadRecord
 from lvu.benchmarks.loading import RecordError, collect_samples, load_hub, use_hub
 from lvu.errors import LvuError
-from lvu.types import LETTERS, Sample
+from lvu.types import LETTERS, Sample, VideoRef
 
 HUB_DATASETS = {"dev": "MLVU/MVLU", "test": "MLVU/MLVU_Test"}
 HUB_REVISION = "main"
@@ -137,7 +137,7 @@ def to_sample(record: Any, *, task: Task | None, ident: str | None, split: str, 
     paths.append(video_root / name)
     path = next((p for p in paths if p.exists()), paths[0])
     sid = str(record.get("question_id") or ident)
-    return Sample(id=sid, benchmark="mlvu", video={"path": str(path), "duration": duration},
+    return Sample(id=sid, benchmark="mlvu", video=VideoRef(path=str(path), duration=duration),
                   question=record["question"], options=options, answer=gold, labels=labels, extra=extra)
 
 

@@ -46,129 +46,97 @@ contained anywhere in the reply, first option first), on the reply after its eva
 <think>/<analysis> blocks. It has no ASR and no open-ended task. The task code is the same in
 releases 0.7.0-0.7.3 (`compat="lmms-eval@0.7.1"` is accepted and behaves the same); 0.6 had no
 Neptune task. VLMEvalKit has no Neptune task.
+
+Harnesses (neptune_harness.py, with the prompt tables and parsers): `NeptuneHarness` is the
+official protocol above, `NeptuneLmmsEval` and `NeptuneLmmsEval071` lmms-eval's; `__init__` picks
+one from `compat` (`HARNESSES`) and plan, prompt, token budget and extraction delegate to it.
+Settings: `NeptuneSettings` (types, defaults, a line of docs each; `lvu list --settings neptune`).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, read_prediction_lines, register_benchmark
+from lvu.benchmarks.harness import pick
+from lvu.benchmarks.neptune_harness import (  # noqa: F401 — the prompt tables and parsers: importable here
+    DEFAULT_MAX_TOKENS, GEMINI_INSTRUCTION, HARNESSES, LMMS_FRAMES, LMMS_MAX_TOKENS, LMMS_PROMPTS, MAX_SECONDS,
+    MCQ_MAX_TOKENS, NO_TASK, OPEN_PROMPTS, OPEN_WORDS, PROMPTS, NeptuneHarness, NeptuneLmmsEval, NeptuneLmmsEval071,
+    option_ids, parse_lmms, parse_option, truncate_words,
+)
 from lvu.benchmarks.neptune_ref import REFERENCE
 from lvu.benchmarks.neptune_release import (  # noqa: F401 — HF_*, record_to_sample, youtube_id: importable here
     HF_DATASET, HF_REVISION, SUBSETS, load_release, record_to_sample, subset_of, youtube_id,
 )
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import LvuError
-from lvu.media.sampling import Center, Fps, Lmms
 from lvu.media.subtitles import MODES, interleave
-from lvu.scoring import judge_prompts
 from lvu.scoring.choice import mean_pct as _pct
-from lvu.scoring.lmms_eval import (
-    LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, check_compat, is_lmms, strip_reasoning_tags,
-)
 from lvu.scoring.judges import Judgement, JudgeTask
 from lvu.types import (
-    LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
-    VideoMeta,
+    Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text, VideoMeta,
 )
 
 EXPECTED_QUESTIONS = {"full": 3268, "mma": 1157, "mmh": 1171}
 EXPECTED_VIDEOS = {"full": 2405, "mma": 1043, "mmh": 1000}
-MAX_SECONDS = 900.0
-"""Neptune truncates videos at 15 minutes; questions are about the first 900 s."""
-COMPATS = ("official", LMMS_EVAL, LMMS_EVAL_0_7_1)
 FRAME_WORDS = ("1fps", "center", "first")
-OPEN_WORDS = 100
-"""GEM truncates open-ended responses to 100 words (paper App. D.3)."""
 JUDGE_PENDING = "needs an equivalence judge — run with --judge NAME, or lvu judge score RUN --judge NAME"
 
-GEMINI_INSTRUCTION = ("Carefully analyze the question and all available options then pick the most probable "
-                      "answer for this question")
-PROMPTS = {
-    "gemini": GEMINI_INSTRUCTION + "\n{question}\n{options}",
-    "video-llava": "Pick a correct option to answer the question. Question: {question} Options: {options} ASSISTANT:",
-    "videollama2": "Pick a correct option number to answer the question. Question: {question} Options: {options}:",
-    "minigpt4-video": ("Question: select the correct option for this task: {question} Options: {options}. "
-                       "Output format: [OPTION]: [Reason]"),
-    "ma-lmm": "Question: select the best choice for this task: {question} Options: {options} Answer:",
-    "blip2": "Answer in one letter\n{question}\n{options}",
-}
-"""The paper's MCQ templates (App. C.5, Sec. 5.3). The slots' layout around gemini's and blip2's
-instruction sentences is lvu's (the paper: "followed by the question and ... decoys")."""
-OPEN_PROMPTS = {
-    "videollama2": "Question: {question}",
-    "minigpt4-video": "Question: {question} Answer:",
-    "ma-lmm": "Question: {question} Answer:",
-}
-"""The paper's open-ended templates; the other templates have none and use videollama2's."""
-MCQ_MAX_TOKENS = {"minigpt4-video": 10}
-DEFAULT_MAX_TOKENS = 300
-LMMS_PROMPTS = {
-    "default": ("", "\nAnswer with only the option letter (A, B, C, D, or E)."),
-    "qwen3_vl": ("Question: ", "\nRespond with only one letter: A, B, C, D, or E."),
-}
-"""lmms-eval's (pre_prompt, post_prompt) blocks in tasks/neptune/_default_template_yaml."""
-LMMS_FRAMES = 32
-LMMS_MAX_TOKENS = 64
+
+# ---- settings -----------------------------------------------------------------------------------
 
 
-# ---- answer extraction --------------------------------------------------------------------------
+class NeptuneSettings(BenchmarkSettings):
+    """Neptune's settings; which prompt templates and frame settings a harness takes is the
+    harness's to check (NeptuneHarness.check), after these."""
 
+    subset: str = Field("full", description="question set: full (3,268 questions), mma (1,157) or mmh (1,171); "
+                                            "a release file named neptune_<subset>.json sets it")
+    frames: int | str = Field(150, description="a count N linearly subsampled over the first 15 min (150: the "
+                                               "paper's Gemini row), 1fps (alias all), center, first, or 0 (blind)")
+    subtitles: str = Field("none", description="ASR transcript cues with the frames: none, all (the paper's +ASR "
+                                               "rows), covering or interleave")
+    resize: int | None = Field(None, description="shorter side of frames in pixels; unset: full size")
+    prompt: str = Field("gemini", description="the paper's template: gemini (its reference model), video-llava, "
+                                              "videollama2, minigpt4-video, ma-lmm, blip2; lmms-eval: default, "
+                                              "qwen3_vl")
+    compat: str = Field("official", description="harness: official (the paper), lmms-eval (0.7.2-0.7.3) or "
+                                                "lmms-eval@0.7.1 (0.7.0-0.7.1)")
+    asr_dir: Any = Field(None, description="folder of transcripts, <youtube id>.srt|.vtt|.json; unset: asr/ beside "
+                                           "the release")
 
-def option_ids(prompt: str) -> str:
-    """Option ids a template uses: digits for videollama2's "option number", else letters."""
-    return "12345" if prompt == "videollama2" else LETTERS[:5]
+    @field_validator("subset", mode="before")
+    @classmethod
+    def _subset(cls, value: Any) -> Any:
+        if value not in SUBSETS:
+            raise LvuError(f"subset={value!r} is unknown — use one of {', '.join(SUBSETS)}")
+        return value
 
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, value: Any) -> Any:
+        if value == "all":
+            return "1fps"
+        if isinstance(value, bool) or not (isinstance(value, int) and value >= 0 or value in FRAME_WORDS):
+            raise LvuError(f"frames={value!r} is not a frame setting — use a count (150), 1fps, center, first or 0")
+        return value
 
-def parse_option(text: str, ids: str = "ABCDE") -> int | None:
-    """Option index from a reply under lvu's reading of the paper (module docstring), or None."""
-    text = text.strip()
-    bare = re.sub(r"[\W_]", "", text)
-    if len(bare) == 1 and bare.upper() in ids:
-        return ids.index(bare.upper())
-    cls = f"([{re.escape(ids)}])"
-    patterns = [
-        rf"^[\s\[(*\"']*{cls}(?!\.[a-z]\.)(?:[ \t]*[\])}}.:,\-\n]|[ \t]*$)",  # "B) ..", "[B]: why", "B\n.."
-        rf"(?i:\banswer)(?:\s+is)?\s*:?\s*[(\[]?\s*{cls}(?!\w)",  # "the answer is (B)", "Answer: B"
-        rf"(?i:\b(?:option|choice))(?:\s+is)?\s*:?\s*[(\[]?\s*{cls}(?!\w)",  # "option B"
-        rf"\({cls}\)",  # "... (B) ..."
-    ]
-    for pattern in patterns:
-        if m := re.search(pattern, text):
-            return ids.index(m.group(1))
-    return None
+    @field_validator("subtitles", mode="before")
+    @classmethod
+    def _subtitles(cls, value: Any) -> Any:
+        if value not in MODES:
+            raise LvuError(f"subtitles={value!r} is unknown — use one of {', '.join(MODES)}")
+        return value
 
-
-def _lmms_normalize(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[^a-z0-9\s]", " ", text.lower())).strip()
-
-
-def parse_lmms(text: str, options: list[str]) -> int | None:
-    """lmms-eval's `_parse_choice_from_response` (tasks/neptune/utils.py), quirks included."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    upper = text.upper()
-    if m := re.fullmatch(r"[\(\[]?\s*([A-E])\s*[\)\]\.:\-]?\s*", upper):
-        return "ABCDE".index(m.group(1))
-    for pattern in (r"ANSWER\s*(?:IS|:)?\s*[\(\[]?\s*([A-E])\s*[\)\]]?", r"OPTION\s*([A-E])",
-                    r"\(([A-E])\)", r"\b([A-E])[\)\.]"):
-        if matches := list(re.finditer(pattern, upper)):
-            return "ABCDE".index(matches[-1].group(1))
-    if len(upper.split()) <= 3 and (m := re.search(r"\b([A-E])\b", upper)):
-        return "ABCDE".index(m.group(1))
-    reply = _lmms_normalize(text)
-    for i, option in enumerate(options[:5]):
-        if (norm := _lmms_normalize(str(option).strip())) and norm in reply:
-            return i
-    return None
-
-
-def truncate_words(text: str, n: int = OPEN_WORDS) -> str:
-    """The first n whitespace-separated words, joined by single spaces (the judge's own rule)."""
-    return judge_prompts.truncate_words(text, n)
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _prompt(cls, value: Any) -> Any:
+        if not isinstance(value, str):  # the harness checks a name against its own templates
+            raise LvuError(f"prompt={value!r} is unknown — use one of {', '.join(PROMPTS)}")
+        return value
 
 
 # ---- the benchmark -------------------------------------------------------------------------------
@@ -178,70 +146,48 @@ def truncate_words(text: str, n: int = OPEN_WORDS) -> str:
 class Neptune(Benchmark):
     """Neptune (Google DeepMind): 5-way multiple choice on long YouTube videos, subsets full | mma | mmh."""
 
-    defaults = {"subset": "full", "frames": 150, "subtitles": "none", "resize": None, "prompt": "gemini",
-                "compat": "official", "asr_dir": None}
+    Settings = NeptuneSettings
+    config: NeptuneSettings
     expected_counts = EXPECTED_QUESTIONS
     reference = REFERENCE
     open_ended = False
     audio_modes = ("whole", "interleave")
     """Neptune's raters mark questions audio+video / video-only / audio-only: `--audio` gives the sound."""
+    harness: NeptuneHarness
 
     def __init__(self, **settings: Any) -> None:
-        super().__init__(**settings)
-        given = {k for k, v in settings.items() if v is not None}
-        s = self.settings
-        if s["compat"] == "vlmevalkit":
-            raise LvuError("VLMEvalKit has no Neptune task — use --compat official or lmms-eval")
-        if s["compat"] == LMMS_EVAL_0_6:
-            raise LvuError("compat='lmms-eval@0.6': lmms-eval's Neptune task came with 0.7 — use compat=lmms-eval")
-        check_compat(s["compat"], COMPATS, self.name)
-        data = s.get("data")
-        if data and not str(data).startswith("hf:") and (named := subset_of(Path(data).name)):
-            if "subset" in given and s["subset"] != named:
-                raise LvuError(f"{data} is the {named} subset but subset={s['subset']!r} — drop one of them")
-            s["subset"] = named
-        if s["subset"] not in SUBSETS:
-            raise LvuError(f"subset={s['subset']!r} is unknown — use one of {', '.join(SUBSETS)}")
-        frames = s["frames"]
-        if frames == "all":
-            frames = s["frames"] = "1fps"
-        if isinstance(frames, bool) or not (isinstance(frames, int) and frames >= 0 or frames in FRAME_WORDS):
-            raise LvuError(f"frames={frames!r} is not a frame setting — use a count (150), 1fps, center, first or 0")
-        if s["subtitles"] not in MODES:
-            raise LvuError(f"subtitles={s['subtitles']!r} is unknown — use one of {', '.join(MODES)}")
-        if is_lmms(s["compat"]):
-            if self.open_ended or s["subtitles"] != "none" or self.audio_mode != "none":
-                what = "open-ended task" if self.open_ended else "ASR input" if s["subtitles"] != "none" else "audio input"
-                raise LvuError(f"lmms-eval has no Neptune {what} — run {self.name} with --compat official")
-            if "frames" not in given:
-                s["frames"] = LMMS_FRAMES
-            if not isinstance(s["frames"], int):
-                raise LvuError(f"lmms-eval samples a frame count only — frames={s['frames']!r} needs --compat official")
-            if "prompt" not in given:
-                s["prompt"] = "default"
-            if s["prompt"] not in LMMS_PROMPTS:
-                raise LvuError(f"prompt={s['prompt']!r}: lmms-eval's Neptune blocks are {', '.join(LMMS_PROMPTS)}")
-        elif s["prompt"] not in PROMPTS:
-            raise LvuError(f"prompt={s['prompt']!r} is unknown — use one of {', '.join(PROMPTS)}")
-        self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
+        compat = self.defaults["compat"] if settings.get("compat") is None else settings["compat"]
+        if isinstance(compat, str) and compat in NO_TASK:
+            raise LvuError(NO_TASK[compat])
+        self.harness = pick(HARNESSES, compat, self.name)(self)
+        super().__init__(**self.harness.preset(self._subset_of_data(settings)))
+        self.harness.check()
+        self._release: tuple[list[Sample], list[BadRecord]] | None = None
 
-    @property
-    def lmms(self) -> bool:
-        return is_lmms(self.settings["compat"])
+    @staticmethod
+    def _subset_of_data(settings: dict[str, Any]) -> dict[str, Any]:
+        """`settings` with the subset an official file name stands for (neptune_mma.json: mma)."""
+        data = settings.get("data")
+        if data and not str(data).startswith("hf:") and (named := subset_of(Path(data).name)):
+            if settings.get("subset") is not None and settings["subset"] != named:
+                raise LvuError(f"{data} is the {named} subset but subset={settings['subset']!r} — drop one of them")
+            return {**settings, "subset": named}
+        return settings
 
     @property
     def ids(self) -> str:
-        return LETTERS[:5] if self.lmms else option_ids(self.settings["prompt"])
+        """The option ids the prompt shows (letters; digits for videollama2's template)."""
+        return self.harness.ids
 
     # ---- loading (neptune_release.py) ---------------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is None:
-            self._loaded = load_release(
+        if self._release is None:
+            self._release = load_release(
                 self.settings.get("data"), benchmark=self.name, subset=self.settings["subset"],
                 video_dir=self.settings.get("video_dir"), asr_dir=self.settings.get("asr_dir"),
                 with_asr=self.settings["subtitles"] != "none")
-        return self._loaded
+        return self._release
 
     def check(self) -> list[str]:
         problems = super().check()
@@ -261,59 +207,23 @@ class Neptune(Benchmark):
     # ---- input plan and prompt -----------------------------------------------------------------
 
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
-        frames, clip, duration = self.settings["frames"], not self.lmms, video.duration
-        span = min(duration, MAX_SECONDS) if clip else duration
-        if frames == 0 and not self.lmms:
-            times: list[float] = []
-        elif frames == "center":
-            times = Center().timestamps(span, 0.0)
-        elif frames == "first":
-            times = [0.0]
-        elif frames == "1fps":
-            times = Fps(fps=1).timestamps(span, 0.0)
-        else:  # linear subsampling: lmms-eval's np.linspace(0, T-1, min(N, T), dtype=int) on frame numbers
-            fps, total = video.rate_and_count()
-            if clip and duration > MAX_SECONDS:
-                total = min(total, math.floor(MAX_SECONDS * fps))
-            times = [i / fps for i in Lmms(n=max(1, frames)).frame_indices(total, fps)]
         # the transcript: asr/<id> when it is there, else (with --asr) Whisper's (runs/asr_use.py)
-        return InputPlan(timestamps=times, subtitle_mode=self.settings["subtitles"], resize=self.settings["resize"])
+        return InputPlan(timestamps=self.harness.timestamps(video), subtitle_mode=self.settings["subtitles"],
+                         resize=self.settings["resize"])
 
     def prompt_text(self, sample: Sample) -> str:
         """The text after the frames (and transcript), exactly as the model receives it."""
-        prompt = self.settings["prompt"]
-        if self.lmms:
-            pre, post = LMMS_PROMPTS[prompt]
-            block = "\n".join(f"{LETTERS[i]}. {o.strip()}" for i, o in enumerate(sample.options[:5]))
-            return f"{pre}{sample.question.strip()}\n{block}{post}"
-        if self.open_ended:
-            return OPEN_PROMPTS.get(prompt, OPEN_PROMPTS["videollama2"]).format(question=sample.question)
-        ids = self.ids
-        options = "\n".join(f"({ids[i]}) {o}" for i, o in enumerate(sample.options))
-        return PROMPTS[prompt].format(question=sample.question, options=options)
+        return self.harness.prompt_text(sample)
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
-        if not self.lmms:
-            cues = [c for c in cues if c.start < MAX_SECONDS]
-        if self.lmms:
-            max_tokens = LMMS_MAX_TOKENS
-        elif self.open_ended:
-            max_tokens = DEFAULT_MAX_TOKENS
-        else:
-            max_tokens = MCQ_MAX_TOKENS.get(self.settings["prompt"], DEFAULT_MAX_TOKENS)
-        return Prompt(parts=[*interleave(frames, cues), Text(text=self.prompt_text(sample))],
+        return Prompt(parts=[*interleave(frames, self.harness.cues(cues)), Text(text=self.prompt_text(sample))],
                       choices=[] if self.open_ended else list(sample.options), question=sample.question,
-                      max_tokens=max_tokens, temperature=0.0)
+                      max_tokens=self.harness.max_tokens, temperature=0.0)
 
     # ---- extraction, scoring, aggregation ------------------------------------------------------
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        if self.open_ended:
-            return Prediction(value=truncate_words(response.text), method=f"first {OPEN_WORDS} words")
-        if self.lmms:
-            text = strip_reasoning_tags(response.text, self.settings["compat"])  # as its evaluator does
-            return Prediction(value=parse_lmms(text, sample.options), method="lmms-eval")
-        return Prediction(value=parse_option(response.text, self.ids))
+        return self.harness.extract(sample, response)
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         if sample.answer is None:
@@ -322,7 +232,7 @@ class Neptune(Benchmark):
             return Score(value=0.0, counted=False, explanation=JUDGE_PENDING)
         ids = self.ids
         answer = ids[sample.answer]  # type: ignore[index]
-        if prediction.value is None:
+        if not isinstance(prediction.value, int):  # None: no option id found
             why = f"no option id in the reply (counted wrong); answer {answer}"
             return Score(value=0.0, correct=False, explanation=why)
         ok = prediction.value == sample.answer
@@ -412,7 +322,7 @@ class Neptune(Benchmark):
 class NeptuneAsr(Neptune):
     """Neptune MCQ with the ASR transcript: all frames at 1 fps + full transcript (Table 3's "+ASR")."""
 
-    defaults = {**Neptune.defaults, "frames": "1fps", "subtitles": "all"}
+    defaults: ClassVar[dict[str, Any]] = {**Neptune.defaults, "frames": "1fps", "subtitles": "all"}
 
 
 @register_benchmark("neptune-open")

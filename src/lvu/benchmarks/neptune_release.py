@@ -189,10 +189,11 @@ def load_release(data: Any, *, benchmark: str, subset: str, video_dir: str | Non
     videos = Path(video_dir or default_videos).expanduser()
     asr = None
     if with_asr:
-        if not (asr_dir or root):
+        asr_base = asr_dir or (root / "asr" if root else None)
+        if not asr_base:
             raise LvuError(f"{benchmark}: Neptune ships no ASR — pass --set asr_dir=DIR holding "
                            "<video_id>.srt|.vtt|.json (with --asr, Whisper transcribes the ones missing)")
-        asr = Path(asr_dir or root / "asr").expanduser()
+        asr = Path(asr_base).expanduser()
     members = memberships(root) if subset == "full" and root else {}
     per_video: dict[Any, int] = {}
 

@@ -50,30 +50,39 @@ extraction counted wrong (all questions in the denominator). `compat="lmms-eval@
 `extract_characters_regex` those releases had (before lmms-eval PR #1274). `compat="vlmevalkit"`:
 frames int(i*T/(N+1)), "These are the frames of a video. ..." + "Question: ..\\nAnswer: ", the
 per-frame subtitle rule (copied from video-slicer), its 8-prefix extractor, empty = wrong ('Z').
+
+Settings: `VideoMMESettings` (videomme-sub: `VideoMMESubSettings`, videomme-audio:
+`VideoMMEAudioSettings`), one field per setting with its default, type and docs. Harnesses
+(videomme_harness.py, with the prompt texts and extractors they copy): `VideoMMEHarness` (official),
+`VideoMMEPeerHarness` (what the peers share: no audio, no `scorer`, empty = wrong),
+`VideoMMELmmsEval` (lmms-eval), `VideoMMELmmsEval071` (lmms-eval@0.7.1), `VideoMMELmmsEval06`
+(lmms-eval@0.6) and `VideoMMEVlmevalkit` (vlmevalkit); `__init__` picks one from `compat` and the
+frame plan, subtitle lines, prompt, extraction and unanswered scoring delegate to it.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, get_args
 
-import numpy as np
+from pydantic import Field, ValidationError, ValidationInfo, model_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
+from lvu.benchmarks.harness import pick
+from lvu.benchmarks.settings import BenchmarkSettings, settings_error
+from lvu.benchmarks.videomme_harness import (  # noqa: F401 — the texts and extractors: still importable from here
+    ANSWER_PROMPT, HARNESSES, INSTRUCTION, LMMS_FONT, LMMS_INSTRUCTION, LMMS_NO_SUBTITLES, LMMS_POST_PROMPT,
+    LMMS_SUBTITLE_HEADER, PREFIXES, SUBTITLE_HEADER, VLMEVALKIT_NOSUB, VLMEVALKIT_SUB, VideoMMEHarness,
+    extract_characters_regex, lmms_subtitles, per_frame_lines, slicer_indices,
+)
 from lvu.benchmarks.videomme_ref import REFERENCE
 from lvu.benchmarks.videomme_release import (  # noqa: F401 — HF_*: still importable from here
     DURATIONS, HF_CONFIG, HF_DATASET, HF_REVISION, pairs_from_json, read_json, release_rows, release_samples,
 )
 from lvu.errors import DataError, LvuError
-from lvu.media.sampling import Fps, Lmms, Vlmevalkit, parse_plan
-from lvu.scoring.choice import lmms_extract_mcq
-from lvu.scoring.lmms_eval import (
-    LEGACY_PREFIXES, LMMS_EVAL, MODES as LMMS_MODES, check_compat, extract_legacy, first_letter_after_prefixes,
-    is_lmms, strip_reasoning_tags,
-)
+from lvu.media.sampling import Fps, parse_plan
+from lvu.scoring.lmms_eval import check_compat
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
     VideoMeta,
@@ -95,91 +104,69 @@ TASK_TYPES = ("Temporal Perception", "Spatial Perception", "Attribute Perception
               "Action Reasoning", "Object Reasoning", "Information Synopsis")
 """Official order and spelling (eval_your_results.py CATEGORIES / SUB_CATEGORIES / TASK_CATEGORIES)."""
 
-INSTRUCTION = ("Select the best answer to the following multiple-choice question based on the video. "
-               "Respond with only the letter (A, B, C, or D) of the correct option.")
-SUBTITLE_HEADER = "This video's subtitles are listed below:"
-ANSWER_PROMPT = "The best answer is:"
-LMMS_INSTRUCTION = ("Select the best answer to the following multiple-choice question based on the video and "
-                    "the subtitles. Respond with only the letter (A, B, C, or D) of the correct option.")
-LMMS_POST_PROMPT = "\nAnswer with the option's letter from the given choices directly."
-LMMS_SUBTITLE_HEADER = "This video's subtitles are listed below: \n"
-LMMS_NO_SUBTITLES = "No subtitles available"
-LMMS_FONT = re.compile(r'<font color="white" size=".72c">(.*?)</font>')
-VLMEVALKIT_NOSUB = ("\nThese are the frames of a video. Select the best answer to the following multiple-choice "
-                    "question based on the video. Respond with only the letter (A, B, C, or D) of the correct option.\n")
-VLMEVALKIT_SUB = ("\nThese are the frames of a video. This video's subtitles are listed below:\n{}\nSelect the best "
-                  "answer to the following multiple-choice question based on the video. Respond with only the "
-                  "letter (A, B, C, or D) of the correct option.\n")
-
-_PREFIXES_2024_06 = LEGACY_PREFIXES  # two glued pairs (missing commas) that never match real replies
-PREFIXES: dict[str, tuple[str, ...]] = {
-    "afd52cfe": _PREFIXES_2024_06 + ("Answer:", "Option:", "The correct answer", "The correct option"),
-    "2024-06": _PREFIXES_2024_06,
-    "vlmevalkit": _PREFIXES_2024_06 + ("Answer:", "Option:"),
-}
-"""Prefix lists of the scorers, in order: parse_answer@afd52cfe (current), the 2024-06 scorer (also
-lmms-eval's copy up to 0.7.1), VLMEvalKit's utils/videomme.py."""
-COMPATS = ("official", *LMMS_MODES, "vlmevalkit")
-SUBTITLE_MODES = ("none", "per-frame", "covering", "all")
+COMPATS = tuple(HARNESSES)
+SubtitleMode = Literal["none", "per-frame", "covering", "all"]
+SUBTITLE_MODES: tuple[str, ...] = get_args(SubtitleMode)
 
 
-def extract_characters_regex(s: str, prefixes: tuple[str, ...] = PREFIXES["afd52cfe"]) -> str:
-    """The official extractor, verbatim: a letter A-D or "" (not answered)."""
-    return first_letter_after_prefixes(s, prefixes)
+# ---- settings ------------------------------------------------------------------------------------
 
 
-def slicer_indices(total: int, n: int) -> list[int]:
-    """video-slicer's get_seq_frames(total_num_frames, desired_num_frames), verbatim."""
-    seg_size = float(total - 1) / n
-    return [(int(np.round(seg_size * i)) + int(np.round(seg_size * (i + 1)))) // 2 for i in range(n)]
+class VideoMMESettings(BenchmarkSettings):
+    """Video-MME's settings; the defaults are the paper's "w/o subs" setting at 32 frames."""
 
+    frames: int | str = Field(32, description="a frame count N (video-slicer's N segment midpoints; paper: each "
+                              "model's own, 4-64), gemini (1 fps, 0.5 fps for long videos), an lvu plan such as "
+                              "fps:1, or 0 (blind: question and options only)")
+    subtitles: SubtitleMode = Field(
+        "none", description="none; per-frame (the official rule: the cue at each sampled frame, repeats kept); "
+        "covering (cues over the frames, each once); all (the whole file, Gemini's setting)")
+    resize: int | None = Field(None, description="the shorter side of frames in pixels; None: full size")
+    compat: str = Field("official", description="the harness: official, lmms-eval (0.7.2-0.7.3), lmms-eval@0.7.1, "
+                        "lmms-eval@0.6 or vlmevalkit (videomme_harness.py)")
+    scorer: Literal["afd52cfe", "2024-06"] | None = Field(
+        None, description="the official extractor's version, afd52cfe (None: that, or 2024-06 for results files "
+        "in the old key schema) or 2024-06; official compat only")
+    subtitle_grid: int = Field(32, description="lmms-eval's frame_num: the frames its subtitle lines are chosen "
+                               "at, 32, or -1 for every frame (lmms-eval compat only)")
+    subtitle_dir: Any = Field(None, description="the folder of <videoID>.srt files; None: subtitle/ next to the data")
+    response_key: Any = Field("response", description="the key holding the model's reply in an official results "
+                              "file read by lvu score (e.g. response_w/o_sub)")
 
-def per_frame_lines(cues: list[Subtitle], frame_ms: list[int]) -> list[str]:
-    """video-slicer / VLMEvalKit: per frame time (ms), the first cue with start < t < end; repeats kept."""
-    if not cues:
-        return []
-    starts = np.array([round(c.start * 1000) for c in cues])
-    ends = np.array([round(c.end * 1000) for c in cues])
-    out = []
-    for t in frame_ms:
-        hit = (starts < t) & (ends > t)
-        if hit.any() and (text := cues[int(hit.argmax())].text.replace("\\N", " ")).strip():
-            out.append(text)
-    return out
+    @classmethod
+    def parse(cls, owner: str, values: dict[str, Any]) -> BenchmarkSettings:
+        """As every benchmark's, with the task's name in the validation context: the messages name it
+        (videomme, videomme-sub or videomme-audio)."""
+        try:
+            return cls.model_validate(values, context={"benchmark": owner})
+        except ValidationError as e:
+            raise LvuError(settings_error(owner, e)) from None
 
-
-def lmms_subtitles(path: Path | None, fps: float, total: int, frame_num: int, full: bool) -> str:
-    """lmms-eval's subtitle block (videomme_doc_to_text_subtitle with load_subtitles/extract_subtitles)."""
-    if path is None or not path.exists():
-        return LMMS_NO_SUBTITLES
-    text = path.read_text(encoding="utf-8")
-    if full:  # gemini_api_flag "full subtitle": every line's font-wrapped text
-        return "\n".join(m[0] for line in text.split("\n") if (m := LMMS_FONT.findall(line)))
-    subs: dict[tuple[float, float], str] = {}
-    for section in text.split("\n\n"):
-        if section.strip():
-            lines = section.split("\n")
-            if len(lines) >= 3:
-                try:
-                    start, end = (_lmms_time(t) for t in lines[1].split(" --> ")[:2])
-                except ValueError:
-                    raise LvuError(f"{path}: lmms-eval cannot parse the time line {lines[1]!r}") from None
-                subs[(start, end)] = " ".join(lines[2:])
-    spans = [(int(s * fps), int(e * fps), t) for (s, e), t in subs.items()]
-    grid = np.linspace(0, total - 1, total if frame_num == -1 else frame_num, dtype=int).tolist()
-    hits = []  # (first grid frame inside the cue, cue index): the order lmms-eval inserts into its set
-    for i, (a, b, _) in enumerate(spans):
-        j = bisect.bisect_left(grid, a)
-        if j < len(grid) and grid[j] < b:
-            hits.append((grid[j], i))
-    chosen = list({i for _, i in sorted(hits)})  # CPython's set order, as lmms-eval's list(set(...))
-    return "\n".join(m[0] for i in chosen if (m := LMMS_FONT.findall(spans[i][2])))
-
-
-def _lmms_time(value: str) -> float:
-    h, m, s_ms = value.split(":")
-    s, ms = s_ms.split(",")
-    return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
+    @model_validator(mode="before")
+    @classmethod
+    def _rules_in_protocol_order(cls, values: Any, info: ValidationInfo) -> Any:
+        """Each setting's rule, in the order Video-MME has always checked them (compat, subtitles,
+        scorer, subtitle_grid, frames), so two bad settings still give the same first message. What a
+        peer harness refuses (audio, a scorer, a subtitle mode) its __init__ checks (videomme_harness.py)."""
+        if not isinstance(values, dict):
+            return values
+        given = {**cls.defaults(), **values}
+        benchmark = str((info.context or {}).get("benchmark", "videomme"))
+        check_compat(given["compat"], COMPATS, benchmark)
+        if given["subtitles"] not in SUBTITLE_MODES:
+            raise LvuError(f"subtitles={given['subtitles']!r} is unknown for {benchmark} — use one of "
+                           f"{', '.join(SUBTITLE_MODES)} (Video-MME lists subtitles as a text block)")
+        if given["scorer"] not in (None, "afd52cfe", "2024-06"):
+            raise LvuError(f"scorer={given['scorer']!r}: use afd52cfe or 2024-06, with --compat official only")
+        grid = given["subtitle_grid"]
+        if isinstance(grid, bool) or not isinstance(grid, int) or not (grid > 0 or grid == -1):
+            raise LvuError(f"subtitle_grid={grid!r}: lmms-eval's frame_num is a frame count (32) or -1 (every frame)")
+        frames = given["frames"]
+        if isinstance(frames, bool) or not (isinstance(frames, int) and frames >= 0 or isinstance(frames, str)):
+            raise LvuError(f"frames={frames!r} is not a frame setting — use a count (32), gemini or a plan like fps:1")
+        if isinstance(frames, str) and frames != "gemini":
+            parse_plan(frames)  # one-line LvuError for a bad plan string
+        return values
 
 
 # ---- the benchmark -------------------------------------------------------------------------------
@@ -189,8 +176,10 @@ def _lmms_time(value: str) -> float:
 class VideoMME(Benchmark):
     """Video-MME: 900 videos x 3 four-way MCQs (short/medium/long), frames only ("w/o subs")."""
 
-    defaults = {"frames": 32, "subtitles": "none", "resize": None, "compat": "official", "scorer": None,
-                "subtitle_grid": 32, "subtitle_dir": None, "response_key": "response"}
+    Settings: ClassVar[type[BenchmarkSettings]] = VideoMMESettings
+    config: VideoMMESettings
+    harness: VideoMMEHarness
+    """The harness `compat` picks (videomme_harness.py): frames, subtitle lines, prompt, extraction, scoring."""
     expected_counts = {"test": EXPECTED["questions"]}
     reference = REFERENCE
     audio_modes = ("whole", "interleave")
@@ -198,48 +187,21 @@ class VideoMME(Benchmark):
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
-        s = self.settings
-        check_compat(s["compat"], COMPATS, self.name)
-        if self.audio_mode != "none" and s["compat"] != "official":
-            raise LvuError(f"{s['compat']} has no Video-MME audio setting — use --compat official with --audio")
-        if s["subtitles"] not in SUBTITLE_MODES:
-            raise LvuError(f"subtitles={s['subtitles']!r} is unknown for {self.name} — use one of "
-                           f"{', '.join(SUBTITLE_MODES)} (Video-MME lists subtitles as a text block)")
-        if s["scorer"] not in (None, "afd52cfe", "2024-06") or (s["scorer"] and s["compat"] != "official"):
-            raise LvuError(f"scorer={s['scorer']!r}: use afd52cfe or 2024-06, with --compat official only")
-        if s["compat"] == "vlmevalkit" and s["subtitles"] in ("all", "covering"):
-            raise LvuError("VLMEvalKit takes one cue per sampled frame only — use --subtitles per-frame or none")
-        grid = s["subtitle_grid"]
-        if isinstance(grid, bool) or not isinstance(grid, int) or not (grid > 0 or grid == -1):
-            raise LvuError(f"subtitle_grid={grid!r}: lmms-eval's frame_num is a frame count (32) or -1 (every frame)")
-        frames = s["frames"]
-        if isinstance(frames, bool) or not (isinstance(frames, int) and frames >= 0 or isinstance(frames, str)):
-            raise LvuError(f"frames={frames!r} is not a frame setting — use a count (32), gemini or a plan like fps:1")
-        if isinstance(frames, str) and frames != "gemini":
-            parse_plan(frames)  # one-line LvuError for a bad plan string
-        self._loaded: tuple[list[Sample], list[BadRecord]] | None = None
+        self._release: tuple[list[Sample], list[BadRecord]] | None = None
         self._planned: dict[str, VideoMeta] = {}
         """Video path -> the VideoMeta `plan` was given: the subtitle lines need its fps and frame count."""
-
-    @property
-    def compat(self) -> str:
-        return self.settings["compat"]
-
-    @property
-    def lmms(self) -> bool:
-        """compat=lmms-eval or one of its older releases (they differ in extraction only)."""
-        return is_lmms(self.compat)
+        self.harness = pick(HARNESSES, self.config.compat, self.name)(self)
 
     @property
     def with_subtitles(self) -> bool:
-        return self.settings["subtitles"] != "none"
+        return self.config.subtitles != "none"
 
     # ---- loading (videomme_release.py) -----------------------------------------------------------
 
     def load(self) -> tuple[list[Sample], list[BadRecord]]:
-        if self._loaded is None:
-            self._loaded = self._samples(*release_rows(self.settings.get("data"), benchmark=self.name))
-        return self._loaded
+        if self._release is None:
+            self._release = self._samples(*release_rows(self.settings.get("data"), benchmark=self.name))
+        return self._release
 
     def _samples(self, pairs: list[tuple[str, Any]], root: Path | None) -> tuple[list[Sample], list[BadRecord]]:
         return release_samples(pairs, root, benchmark=self.name, video_dir=self.settings.get("video_dir"),
@@ -277,9 +239,9 @@ class VideoMME(Benchmark):
                          for vid, s in sorted(videos.items()) if s.labels["duration"] == "long" and s.subtitles is None]
         return problems
 
-    # ---- input plan and prompt -----------------------------------------------------------------
+    # ---- input plan and prompt: the harness's frames, subtitle lines and texts ------------------
 
-    def _video(self, sample: Sample) -> VideoMeta:
+    def planned_video(self, sample: Sample) -> VideoMeta:
         """The VideoMeta `plan` was given for this sample's video (build_prompt runs after plan)."""
         video = self._planned.get(sample.video.path)
         if video is None:
@@ -288,7 +250,7 @@ class VideoMME(Benchmark):
         return video
 
     def _times(self, sample: Sample, video: VideoMeta) -> list[float]:
-        frames, duration = self.settings["frames"], video.duration
+        frames, duration = self.config.frames, video.duration
         if frames == 0:
             return []
         if frames == "gemini":
@@ -300,76 +262,36 @@ class VideoMME(Benchmark):
             fps, total = video.rate_and_count()
             return [i / fps for i in plan.frame_indices(total, fps, duration=duration)]
         fps, total = video.rate_and_count()
-        if self.lmms:
-            indices = Lmms(n=frames).frame_indices(total, fps)
-        elif self.compat == "vlmevalkit":
-            indices = Vlmevalkit(n=frames).frame_indices(total, fps)
-        else:
-            indices = slicer_indices(total, frames)
-        return [i / fps for i in indices]
+        return [i / fps for i in self.harness.frame_indices(total, fps, frames)]
 
     def plan(self, sample: Sample, video: VideoMeta) -> InputPlan:
         self._planned[sample.video.path] = video
-        mode = self.settings["subtitles"]
-        if self.lmms or mode == "none":
-            engine_mode = "none"  # lmms-eval re-reads the .srt itself (build_prompt)
-        else:
-            engine_mode = "covering" if mode == "covering" else "all"  # per-frame: selected in build_prompt
-        return InputPlan(timestamps=self._times(sample, video), subtitle_mode=engine_mode,
+        return InputPlan(timestamps=self._times(sample, video),
+                         subtitle_mode=self.harness.engine_subtitle_mode(self.config.subtitles),
                          resize=self.settings["resize"])
 
     def subtitle_block(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> str:
-        """The subtitle lines of the prompt (joined by newlines), per the mode and compat."""
-        mode = self.settings["subtitles"]
-        if self.lmms:
-            fps, total = self._video(sample).rate_and_count()
-            path = Path(sample.subtitles.path) if sample.subtitles else None
-            return lmms_subtitles(path, fps, total, self.settings["subtitle_grid"], full=mode == "all")
-        if mode in ("all", "covering"):
-            return "\n".join(c.text for c in cues)
-        if not cues or not frames:
-            return ""
-        fps, _ = self._video(sample).rate_and_count()
-        ms = [round(round(f.timestamp * fps) * (1000 / fps)) for f in frames]  # pysubs2.make_time(fps, frames)
-        return "\n".join(per_frame_lines(cues, ms))
+        """The subtitle lines of the prompt (joined by newlines), per the mode and the harness."""
+        return self.harness.subtitle_block(sample, frames, cues)
 
     def prompt_texts(self, sample: Sample, block: str | None) -> list[str]:
         """The text parts after the frames, exactly; `block` = subtitle lines, None without subtitles."""
-        question = sample.question + "\n" + "\n".join(sample.extra.get("option_lines")
-                                                      or [f"{LETTERS[i]}. {o}" for i, o in enumerate(sample.options)])
-        if self.lmms:
-            if block is None:
-                return [f"{LMMS_INSTRUCTION}\n{question}\n{LMMS_POST_PROMPT}"]
-            return [f"{LMMS_SUBTITLE_HEADER}{block}\n{LMMS_INSTRUCTION}\n{question}\n{ANSWER_PROMPT}"]
-        if self.compat == "vlmevalkit":
-            head = VLMEVALKIT_NOSUB if block is None else VLMEVALKIT_SUB.format(block)
-            return [head, f"Question: {question}\nAnswer: "]
-        body = f"{INSTRUCTION}\n{question}\n{ANSWER_PROMPT}"
-        return [body if block is None else f"{SUBTITLE_HEADER}\n{block}\n{body}"]
+        return self.harness.prompt_texts(sample, block)
 
     def build_prompt(self, sample: Sample, frames: list[Frame], cues: list[Subtitle]) -> Prompt:
         block = self.subtitle_block(sample, frames, cues) if self.with_subtitles else None
         return Prompt(parts=[*frames, *(Text(text=t) for t in self.prompt_texts(sample, block))],
                       choices=list(sample.options), question=sample.question,
-                      max_tokens=16 if self.lmms else 64, temperature=0.0)
+                      max_tokens=self.harness.max_tokens, temperature=0.0)
 
     # ---- extraction, scoring, aggregation ------------------------------------------------------
 
     def scorer(self, sample: Sample) -> str:
-        if self.compat != "official":
-            return self.compat
-        return self.settings["scorer"] or sample.extra.get("scorer") or "afd52cfe"
+        """The extractor version that reads this sample's reply (official: afd52cfe or 2024-06)."""
+        return self.harness.scorer(sample)
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        if self.lmms:  # its evaluator strips reasoning blocks, then the task's extractor reads A-D
-            text = strip_reasoning_tags(response.text or "", self.compat)
-            modern = self.compat == LMMS_EVAL
-            letter = lmms_extract_mcq(text, "ABCD") if modern else extract_legacy(text)
-            method = "extract_mcq_answer" if modern else "extract_characters_regex@2024-06"
-            return Prediction(value=LETTERS.index(letter) if letter else None, method=f"{self.compat} {method}")
-        version = self.scorer(sample)
-        letter = extract_characters_regex(response.text or "", PREFIXES[version])
-        return Prediction(value=LETTERS.index(letter) if letter else None, method=f"extract_characters_regex@{version}")
+        return self.harness.extract(sample, response)
 
     def score(self, sample: Sample, prediction: Prediction) -> Score:
         if sample.extra.get("missing"):
@@ -378,13 +300,9 @@ class VideoMME(Benchmark):
             return Score(value=0.0, counted=False, explanation="no answer in the data: left out")
         answer = LETTERS[sample.answer]  # type: ignore[index]
         if prediction.value is None:
-            if self.compat == "official":
-                return Score(value=0.0, counted=False, explanation=f"no A-D letter extracted: not answered, left out of "
-                             f"the denominator (official answered-only accuracy); answer {answer}")
-            return Score(value=0.0, correct=False, explanation=f"no A-D letter extracted: counted wrong ({self.compat} "
-                         f"divides by all questions); answer {answer}")
+            return self.harness.unanswered(answer)
         ok = prediction.value == sample.answer
-        return Score(value=float(ok), correct=ok, explanation=f"extracted {LETTERS[prediction.value]}, answer {answer}")
+        return Score(value=float(ok), correct=ok, explanation=f"extracted {LETTERS[int(prediction.value)]}, answer {answer}")
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """Table 4's layout first (short, medium, long, overall), then the official scorer's printout:
@@ -428,21 +346,36 @@ class VideoMME(Benchmark):
         if bad:
             raise DataError(bad[0].error)
         responses = {str(q.get("question_id")): q.get(key) for v in data for q in v["questions"] if isinstance(q, dict)}
-        if self.compat == "official" and not self.settings["scorer"]:
-            for s in samples:
-                s.extra["scorer"] = "2024-06" if old else "afd52cfe"
+        self.harness.mark_scorers(samples, old_keys=old)
         return [(s, str(responses.get(s.id) or "")) for s in samples]
+
+
+class VideoMMESubSettings(VideoMMESettings):
+    """videomme-sub's settings: the paper's "w/ subs", the cues at the sampled frames."""
+
+    subtitles: SubtitleMode = Field(
+        "per-frame", description="per-frame (the official rule, this task's default: the cue at each sampled "
+        "frame, repeats kept); covering (cues over the frames, each once); all (the whole file, Gemini's "
+        "setting); none")
+
+
+class VideoMMEAudioSettings(VideoMMESettings):
+    """videomme-audio's settings: the paper's "+Audios" (Table 5), the whole audio track."""
+
+    audio: Literal["none", "whole", "interleave"] = Field(
+        "whole", description="whole (the track after the frames, before the text: the paper's order), "
+        "interleave (each frame with the sound around it) or none; official compat only")
 
 
 @register_benchmark("videomme-sub")
 class VideoMMESub(VideoMME):
     """Video-MME with subtitles ("w/ subs"): the cues at the sampled frames listed before the question."""
 
-    defaults = {**VideoMME.defaults, "subtitles": "per-frame"}
+    Settings = VideoMMESubSettings
 
 
 @register_benchmark("videomme-audio")
 class VideoMMEAudio(VideoMME):
     """Video-MME with audio ("+Audios", Table 5): frames, then the whole audio track, then the question."""
 
-    defaults = {**VideoMME.defaults, "audio": "whole"}
+    Settings = VideoMMEAudioSettings

@@ -18,6 +18,7 @@ from lvu.errors import LvuError
 if TYPE_CHECKING:
     from lvu.analysis.runs import RunData
     from lvu.analysis.table import Table
+    from lvu.runs.store import Store
 
 Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run).")]
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
@@ -58,13 +59,27 @@ def print_summary(lines: list[tuple[str, str]]) -> None:
         console.print(f"[bold]{key}[/]: {value}", highlight=False)
 
 
-def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], object]:
+def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], Store]:
     """The runs named (none: the latest) from the store `open_results` finds (read-only: creates nothing)."""
     from lvu.analysis.runs import load_runs
     from lvu.cli.common import open_results
 
     store = open_results(results_dir)
     return load_runs(store, refs), store
+
+
+def _located(results_dir: Path | None) -> Path:
+    """The results dir `open_results` would open, its place printed to stderr in the same one line;
+    the library call then opens it read-only (a folder with no store: the same one-line error)."""
+    from lvu.runs.location import existing_results, location_line
+
+    directory, why = existing_results(results_dir)
+    err_console.print(location_line(directory, why), markup=False, highlight=False)
+    return directory
+
+
+def _err_line(line: str) -> None:
+    err_console.print(line, markup=False, highlight=False)
 
 
 def _note_empty_runs(data: list[RunData]) -> None:
@@ -91,27 +106,13 @@ def report(
 
     Several runs add the cross-run analyses: frame sweeps, modality ablations, Video-MME w/ and
     w/o subtitles, Neptune MCQ + open-ended."""
-    from lvu.analysis.report import build_report, write
+    from lvu.api.analysis import check_report_args, report as write_report
 
-    if format not in ("html", "md"):
-        raise LvuError(f"--format {format!r} is not supported — use html or md")
-    if all_runs and runs:
-        raise LvuError("pass run ids or --all, not both")
-    data, store = _load(runs, results_dir)
-    if all_runs:
-        from lvu.analysis.runs import RunData
-
-        data = [RunData(i, store.results(i.run_id)) for i in reversed(store.runs())]  # type: ignore[attr-defined]
-    _note_empty_runs(data)
-    built = build_report(data, n_boot=bootstrap, seed=seed, plots=not no_plots, viewer_url=viewer,
-                         include_failed=include_failed)
-    if out is None:
-        name = "all-runs" if all_runs else data[0].run_id if len(data) == 1 else \
-            "runs-" + "-".join(r.run_id[:6] for r in data[:4])
-        out = Path(store.dir) / "reports" / f"{name}.{format}"  # type: ignore[attr-defined]
-    for note in built.notes:
-        err_console.print(note, markup=False, highlight=False)
-    console.print(f"report: {write(built, out, format)}")
+    check_report_args(runs, format=format, all_runs=all_runs)
+    written = write_report(runs, results_dir=_located(results_dir), out=out, format=format, bootstrap=bootstrap,
+                           seed=seed, plots=not no_plots, viewer=viewer, all_runs=all_runs,
+                           include_failed=include_failed, on_note=_err_line)
+    console.print(f"report: {written.path}")
 
 
 def compare(
@@ -128,40 +129,11 @@ def compare(
     """`compare RUN --paper`: the run's numbers beside the paper's rows, with errata.
     `compare RUN_A RUN_B`: per-breakdown deltas B − A with a paired test on shared samples.
     A run where every sample failed is left out, with a one-line note, unless --include-failed."""
-    from lvu.analysis.compare import answered_runs, compare_paper, compare_runs
-    from lvu.analysis.runs import RunData
-    from lvu.runs.run_names import no_answers
+    from lvu.api.analysis import compare as compare_runs
 
-    if not runs and not paper:  # the two latest runs with answers: A = the older, B = the newer
-        from lvu.cli.common import open_results
-
-        store = open_results(results_dir)
-        latest, empty = [], []
-        for info in store.runs():
-            if len(latest) == 2:
-                break
-            (empty if not include_failed and no_answers(info.n_ok, info.n_errors) else latest).append(info)
-        if empty:
-            err_console.print(f"left out, no answers to compare: {', '.join(r.run_id for r in empty)} (every "
-                              "sample failed; --include-failed keeps them)", markup=False, highlight=False)
-        if len(latest) < 2:
-            raise LvuError("compare needs two runs (RUN_A RUN_B), or one run with --paper")
-        data = [RunData(info, store.results(info.run_id)) for info in (latest[1], latest[0])]
-    else:
-        data, _ = _load(runs, results_dir)
-        data, note = answered_runs(data, include_failed=include_failed)
-        if note and len(data) < (1 if paper else 2):
-            raise LvuError(f"nothing to compare: {note}")
-        if note:
-            err_console.print(note, markup=False, highlight=False)
-    if paper:
-        if len(data) != 1:
-            raise LvuError("--paper compares one run with the paper — pass one RUN")
-        result = compare_paper(data[0], model=model, table=table, all_rows=all_rows, n_boot=bootstrap, seed=seed)
-    else:
-        if len(data) != 2:
-            raise LvuError("pass two runs to compare (RUN_A RUN_B), or one run with --paper")
-        result = compare_runs(data[0], data[1], n_boot=bootstrap, seed=seed)
+    result = compare_runs(runs, paper=paper, model=model, table=table, all_rows=all_rows,
+                          results_dir=_located(results_dir), bootstrap=bootstrap, seed=seed,
+                          include_failed=include_failed, on_note=_err_line).comparison
     print_table(result.table)
     print_summary(result.summary)
     for e in result.errata:
@@ -207,36 +179,36 @@ def analyse(
     if given:
         raise LvuError(f"{given} applies to `lvu analyse leak` only — {name} analyses stored runs")
     bootstrap = 1000 if bootstrap is None else bootstrap
-    data, store = _load(runs, results_dir)
-    _note_empty_runs(data)
+    loaded, store = _load(runs, results_dir)
+    _note_empty_runs(loaded)
     if name == "niah":  # any number of needle runs; several frame counts give the frames x depth x length grid
-        return _niah(data, store, plot, bootstrap, seed)
+        return _niah(loaded, store, plot, bootstrap, seed)
     if name == "blind":  # any number of blind-probe runs, one column each
         from lvu.analysis.blind import blind_runs
 
-        result = blind_runs(data, n_boot=bootstrap, seed=seed)
+        result = blind_runs(loaded, n_boot=bootstrap, seed=seed)
     elif name in sweeps.MULTI_RUN:
-        if len(data) < 2:  # the stored group of the given run (no RUN: the most recently run group)
-            everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]  # type: ignore[attr-defined]
+        if len(loaded) < 2:  # the stored group of the given run (no RUN: the most recently run group)
+            everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]
             finder = modality_groups if name == "modality" else frame_sweeps
             groups = sorted(finder(everything), key=lambda g: sorted((r.info.updated for r in g), reverse=True),
                             reverse=True)  # newest member first, ties broken by the next newest
-            group = next((g for g in groups if not runs or any(r.run_id == data[0].run_id for r in g)), None)
+            group = next((g for g in groups if not runs or any(r.run_id == loaded[0].run_id for r in g)), None)
             if group is None:
                 what = "other input modalities" if name == "modality" else "other frame counts"
-                raise LvuError(f"run {data[0].run_id} has no stored runs with {what} of the same model — pass the runs")
-            data = group
-        result = sweeps.MULTI_RUN[name](data, n_boot=bootstrap, seed=seed)
+                raise LvuError(f"run {loaded[0].run_id} has no stored runs with {what} of the same model — pass the runs")
+            loaded = group
+        result = sweeps.MULTI_RUN[name](loaded, n_boot=bootstrap, seed=seed)
     else:
-        if len(data) != 1:
+        if len(loaded) != 1:
             raise LvuError(f"{name} analyses one run — pass one RUN")
-        result = analyses.SINGLE_RUN[name](data[0], n_boot=bootstrap, seed=seed)
+        result = analyses.SINGLE_RUN[name](loaded[0], n_boot=bootstrap, seed=seed)
     print_table(result.table())
     print_summary(result.summary)
     if name == "modality":  # Video-MME: Table 5's duration x domain layout, with the paper's beside
         from lvu.analysis.modality_table import videomme_table5
 
-        for table in videomme_table5(data):
+        for table in videomme_table5(loaded):
             print_table(table)
     if plot:
         plot.parent.mkdir(parents=True, exist_ok=True)
@@ -291,14 +263,14 @@ def _leak(sources: list[str], results_dir: Path | None, plot: Path | None, seed:
         raise typer.Exit(1)
 
 
-def _niah(data: list[RunData], store: object, plot: Path | None, bootstrap: int, seed: int) -> None:
+def _niah(data: list[RunData], store: Store, plot: Path | None, bootstrap: int, seed: int) -> None:
     """One run (or none: the latest) brings the stored runs of its frame sweep along."""
     from lvu.analysis.niah import niah, plot_niah
     from lvu.analysis.plots import save
     from lvu.analysis.runs import RunData, frame_sweeps
 
     if len(data) == 1:
-        everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]  # type: ignore[attr-defined]
+        everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]
         group = next((g for g in frame_sweeps(everything) if any(r.run_id == data[0].run_id for r in g)), None)
         data = group or data
     result = niah(data, n_boot=bootstrap, seed=seed)

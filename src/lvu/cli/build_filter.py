@@ -172,7 +172,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
     from lvu.analysis.blind import write_filter_summary
     from lvu.cli.analysis import print_summary, print_table
     from lvu.construct.filter_files import write_outputs
-    from lvu.construct.revise import write_queue
+    from lvu.construct.revise import RevisionOutcome, write_queue
     from lvu.construct.runner import audit_benchmark
     from lvu.construct.store import BuildStore
 
@@ -180,6 +180,7 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
                                           max_rounds=max_rounds or 0, samples=samples, bad=bad,
                                           results_dir=results_dir, concurrency=concurrency, fresh=fresh))
     revision = outcome.revision
+    assert revision is None or isinstance(revision, RevisionOutcome)  # what _filter's revise_flagged put there
     if revision is not None and revision.stopped:
         outcome.notes.append(revision.stopped)
     for note in outcome.notes:

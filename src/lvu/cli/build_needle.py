@@ -89,8 +89,8 @@ def needle_command(
                   highlight=False)
     asked = [s for s in result.samples if "nqa_question" in s.extra]
     if asked:
-        needles = len({s.extra["needles"][0]["source"] for s in asked})
-        console.print(f"{len(asked)} of the samples ask questions --llm wrote from the captions of {needles} needle(s)",
+        needle_count = len({s.extra["needles"][0]["source"] for s in asked})
+        console.print(f"{len(asked)} of the samples ask questions --llm wrote from the captions of {needle_count} needle(s)",
                       markup=False, highlight=False)
     for how, n in sorted(result.audio.items()):
         console.print(f"sound of {n} video(s): {how}", markup=False, highlight=False)

@@ -5,7 +5,6 @@ imports only typer and rich at module level."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -93,10 +92,10 @@ def show_command(
     if video not in {v.id for v in videos}:
         raise LvuError(f"{out}: no item {video!r} — its items: {', '.join(v.id for v in videos[:20])}"
                        + (f" ... ({len(videos)} in all)" if len(videos) > 20 else ""))
-    dump = []
+    dump: list[dict[str, Any]] = []
     for stage in state.stages:
         vstate = state.states[stage.name].get(video, "?")
-        units = []
+        units: list[dict[str, Any]] = []
         for view in state.units.get(stage.name, {}).get(video, []):
             e = view.entry
             record = (e.result or {}) if e else {}
@@ -171,21 +170,17 @@ def run_command(
         lvu build run neptune videos/ -o nep --opt captioner=ocr --model llm=openai -a llm.model=gpt-4o
         lvu build run my_pipeline:Titles videos/ -o titles --model llm=openai -a llm.model=gpt-4o-mini
     """
-    from lvu.construct.pipeline import pipeline_class
-    from lvu.construct.runner import run_build
-    from lvu.construct.store import recorded_options
+    from lvu.api.building import build
 
     check_limit(limit)
-    cls = pipeline_class(pipeline)
-    instance = cls(recorded_options(cls, out, parse_kv(opt or [], "--opt")))
-    items = instance.items(inputs)[:limit]
     models = _role_models(model or [], model_arg or [])
-    err_console.print(f"lvu build {instance.name}: {len(items)} item(s) into {out}", highlight=False)
-    state, written = asyncio.run(run_build(instance, items, out, models, concurrency=concurrency,
-                                           show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
-                                           arg_flags={role: f"-a {role}." for role in models}))
-    print_status(state, title=f"lvu build {instance.name} — {out}")
+    done = build(pipeline, inputs, out, models=models, options=parse_kv(opt or [], "--opt"), limit=limit,
+                 concurrency=concurrency, show_progress=not quiet, executor=executor, ray_address=ray_address,
+                 ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
+                 on_note=lambda line: err_console.print(line, highlight=False),
+                 arg_flags={role: f"-a {role}." for role in models})
+    state, written = done.state, done.written
+    print_status(state, title=f"lvu build {done.pipeline} — {out}")
     print_problems(state, limit=20)
     if written:
         console.print("wrote: " + ", ".join(f"{k}: {v}" for k, v in written.items()), markup=False, highlight=False)

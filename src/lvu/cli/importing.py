@@ -53,31 +53,24 @@ def import_results(
     """
     from rich.markup import escape
 
+    from lvu.api.scoring import import_results as import_file
     from lvu.cli.common import console, err_console, parse_kv, print_tables  # the CLI's consoles (one output style)
     from lvu.errors import LvuError
-    from lvu.runs.headline import headline_of_tables
-    from lvu.runs.importer import import_file
 
     settings = {"data": str(root) if root else None, "video_dir": str(video_dir) if video_dir else None,
                 **parse_kv(setting, "--set")}
     try:
-        summary = import_file(file, benchmark, settings=settings, fmt=format, model_name=model, results_dir=results_dir)
+        run = import_file(file, benchmark, settings=settings, format=format, model=model, results_dir=results_dir)
     except LvuError as e:
         raise with_root_flag(e) from None
-    saved = summary.saved
-    for line in saved.problems(benchmark):
+    for line in run.problems:
         err_console.print(line, markup=False, highlight=False)
-    if len(saved.rows) < summary.n_total:  # never a score that silently covers part of the benchmark
-        err_console.print(f"warning: {summary.n_total - len(saved.rows)} of the {summary.n_total} {benchmark} questions "
-                          f"have no row in {file.name}; the score covers the {len(saved.rows)} answered — a cut or "
-                          "damaged file, or predictions on another split/subset (--set split=...)?",
-                          markup=False, highlight=False)
-    print_tables(summary.tables, f"{benchmark} × {summary.spec.model}")
-    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))
-    failed = f", {summary.n_failed} failed" if summary.n_failed else ""
-    console.print(f"run [bold]{summary.run_id}[/]: imported {len(saved.rows)} of {saved.n_rows} rows "
-                  f"({saved.format}) for {len(saved.rows)} of {summary.n_total} samples{failed}"
-                  + (f" · {escape(top.describe())}" if top else ""))
+    saved = run.saved
+    print_tables(run.tables, f"{benchmark} × {run.spec.model}")
+    failed = f", {run.n_failed} failed" if run.n_failed else ""
+    console.print(f"run [bold]{run.run_id}[/]: imported {len(saved.rows)} of {saved.n_rows} rows "
+                  f"({saved.format}) for {len(saved.rows)} of {run.n_total} samples{failed}"
+                  + (f" · {escape(run.headline.describe())}" if run.headline else ""))
     where = f" --results-dir {results_dir}" if results_dir else ""
-    console.print(f"next: lvu results show {summary.run_id}{where} · lvu report {summary.run_id}{where} · "
-                  f"lvu compare {summary.run_id} --paper{where}", markup=False, highlight=False)
+    console.print(f"next: lvu results show {run.run_id}{where} · lvu report {run.run_id}{where} · "
+                  f"lvu compare {run.run_id} --paper{where}", markup=False, highlight=False)

@@ -100,26 +100,18 @@ def score_run(
     Open-ended and generation samples (and, with --llm-extract, multiple-choice replies without an
     option) are judged and their records updated. Resumable: samples already judged by the same
     judge (model and threshold) are skipped unless --fresh."""
-    from lvu.cli.common import console, err_console, open_results, print_tables
-    from lvu.runs.grading import benchmark_of
-    from lvu.runs.identity import require_same_data
-    from lvu.runs.judging import judge_stored
+    from lvu.api.judging import judge as judge_run
+    from lvu.cli.common import console, err_console, print_tables
+    from lvu.runs.location import existing_results, location_line
 
     judge_obj = _make_judge(judge, judge_arg, threshold, threshold_file)
-    store = open_results(results_dir, read_only=False)  # judges a stored run: creates no store
-    try:
-        info = store.run(run_id)
-        bench = benchmark_of(info.spec)
-        require_same_data(info.run_id, info.spec.settings, bench)
-        import asyncio
-
-        done = asyncio.run(judge_stored(store, info.run_id, bench, judge_obj, llm_extract=llm_extract, fresh=fresh,
-                                        concurrency=concurrency))
-        print_tables(bench.aggregate(store.results(info.run_id)), f"{info.benchmark} × {info.model}")
-    finally:
-        store.close()
-    console.print(f"run [bold]{info.run_id}[/]: judged {done.n_judged}, skipped {done.n_skipped} (already judged by "
-                  f"this judge), failed {done.n_failed} — judge {judge_obj.identity}", highlight=False)
+    directory, why = existing_results(results_dir)  # judges a stored run: creates no store
+    err_console.print(location_line(directory, why), markup=False, highlight=False)
+    done = judge_run(run_id, judge_obj, llm_extract=llm_extract, fresh=fresh, concurrency=concurrency,
+                     results_dir=directory)
+    print_tables(done.tables, f"{done.benchmark} × {done.model}")
+    console.print(f"run [bold]{done.run_id}[/]: judged {done.n_judged}, skipped {done.n_skipped} (already judged by "
+                  f"this judge), failed {done.n_failed} — judge {done.judge}", highlight=False)
     for sample_id, error in done.errors[:10]:
         err_console.print(f"failed: {error}", markup=False, highlight=False)
     raise typer.Exit(1 if done.n_failed else 0)

@@ -67,8 +67,8 @@ def _filtered(store: Store, benchmark: str | None, model: str | None, tag: str |
     tags = store.tags()
     runs = [(info, tags.get(info.run_id, [])) for info in store.runs()]
     tests = {  # flag -> (the value given, whether a run passes it)
-        "--benchmark": (benchmark, lambda info, run_tags: matches_benchmark(info.spec, benchmark)),
-        "--model": (model, lambda info, run_tags: matches_model(info.spec, model)),
+        "--benchmark": (benchmark, lambda info, run_tags: matches_benchmark(info.spec, benchmark or "")),
+        "--model": (model, lambda info, run_tags: matches_model(info.spec, model or "")),
         "--tag": (tag, lambda info, run_tags: tag in run_tags),
         "--since": (since, lambda info, run_tags: after is not None and info.updated >= after),
     }
@@ -164,16 +164,20 @@ def results_show(
 ) -> None:
     """Show a run's spec, environment, breakdown tables and failed samples (`--trace ID`: one
     failed sample's stored traceback)."""
-    from lvu.cli.common import console, err_console, open_results, print_tables
+    from lvu.api.records import read_run
+    from lvu.cli.common import console, err_console, print_tables
     from lvu.console_output import failure_line
     from lvu.runs.engine import benchmark_of
     from lvu.runs.headline import describe_run, headline_of_tables
     from lvu.runs.identity import predates_fingerprints
+    from lvu.runs.location import existing_results, location_line
     from lvu.runs.run_names import data_name, model_identity, no_answers, unreadable, unreadable_note
 
-    store = open_results(results_dir, quiet=as_json)
-    info = store.run(run_id)
-    results = store.results(info.run_id)
+    directory, why = existing_results(results_dir)  # as open_results: one line saying where (not beside --json)
+    if not as_json:
+        err_console.print(location_line(directory, why), markup=False, highlight=False)
+    record = read_run(run_id, directory)
+    info, results = record.info, record.samples
     if trace is not None:
         return _print_trace(info.run_id, results, trace, as_json)
     bench = benchmark_of(info.spec)
@@ -184,7 +188,7 @@ def results_show(
         print(json.dumps({
             "run_id": info.run_id, "data": data_name(info.spec), "model": model_identity(info.spec),
             "spec": info.spec.model_dump(mode="json"), "env": info.env,
-            "tags": store.tags().get(info.run_id, []), "status": info.status,
+            "tags": record.tags, "status": info.status,
             "coverage": {"n_ok": info.n_ok, "n_total": info.n_total}, "errors": info.n_errors,
             "unreadable": len(unreadable(results)),
             "score": None if top is None or empty else {"value": top.value, "row": top.row, "n": top.n},

@@ -165,8 +165,8 @@ def stats_command(
     if protocol.rule == "chain":  # one decision per round: no agreement to measure
         from lvu.web.review_export import reviewed
 
-        counts = Counter(r.status for r in reviewed(source, store, protocol))
-        console.print(f"{protocol.name} protocol: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in
+        statuses = Counter(r.status for r in reviewed(source, store, protocol))
+        console.print(f"{protocol.name} protocol: " + ", ".join(f"{statuses.get(k, 0)} {k}" for k in
                                                                  ("accepted", "rejected", "pending")),
                       markup=False, highlight=False)
         console.print(store.verify_log().line(), markup=False, highlight=False)

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -21,7 +21,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from lvu import __version__
+        from lvu.version import __version__
 
         print(f"lvu {__version__}")
         raise typer.Exit()
@@ -57,13 +57,11 @@ data_app.command("stats")(_data_stats_command)
 from lvu.cli.common import (  # noqa: E402  (shared by the command modules; imported here by name too)
     KV_HELP,
     ResultsDir,
-    check_limit,
     check_tags,
     frames_setting,
     console,
     err_console,
     parse_kv,
-    print_tables,
 )
 from lvu.console_output import fold_cells, hide_flag_types  # noqa: E402
 
@@ -108,60 +106,57 @@ def run(
     Exit code 0 when every sample was scored, 1 when some failed (they are recorded), 2 on bad usage.
     """
     from lvu.api import run as run_engine
+    from lvu.runs.options import RunOptions
 
-    check_limit(limit)
+    invocation = {"limit": limit, "results_dir": results_dir, "fresh": fresh, "report": not no_report,
+                  "frame_cache": not no_cache}  # the flags that also apply to a run spec's runs
+    given = RunOptions.parse({k: v for k, v in invocation.items() if v is not None})
     tags = check_tags(tag)
     if config is not None:
         from lvu.cli.run import run_spec_file
 
-        run_spec_file(config, results_dir=results_dir, fresh=fresh, report=not no_report, frame_cache=not no_cache,
-                      overrides={"limit": limit} if limit is not None else {}, tags=tags, debug=debug)
+        run_spec_file(config, given, tags=tags, debug=debug)
+    options = RunOptions.parse({
+        "concurrency": concurrency, "asr": asr, "decode": decode, "decode_workers": decode_workers, "judge": judge,
+        "judge_args": parse_kv(judge_arg, "--judge-arg"), "llm_extract": llm_extract, "executor": executor,
+        "ray_address": ray_address, "ray_args": parse_kv(ray_arg, "--ray-arg")}, base=given)
 
-    settings = {"frames": frames_setting(frames), "subtitles": subtitles, "audio": audio, "resize": resize,
-                "compat": compat, "data": str(data) if data else None,
-                "video_dir": str(video_dir) if video_dir else None}
+    settings: dict[str, Any] = {"frames": frames_setting(frames), "subtitles": subtitles, "audio": audio,
+                                "resize": resize, "compat": compat, "data": str(data) if data else None,
+                                "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     benchmarks = list(dict.fromkeys(b.strip() for item in benchmark for b in item.split(",") if b.strip()))
     if len(benchmarks) > 1:
         from lvu.cli.run import run_benchmarks
 
-        options = {"limit": limit, "concurrency": concurrency, "asr": asr, "decode": decode,
-                   "decode_workers": decode_workers, "judge": judge, "judge_args": parse_kv(judge_arg, "--judge-arg"),
-                   "llm_extract": llm_extract, "executor": executor, "ray_address": ray_address,
-                   "ray_args": parse_kv(ray_arg, "--ray-arg")}
         run_benchmarks(benchmarks, model, settings={k: v for k, v in settings.items() if v is not None},
-                       model_args=parse_kv(model_arg, "--model-arg"),
-                       options={k: v for k, v in options.items() if v is not None}, results_dir=results_dir,
-                       fresh=fresh, report=not no_report, frame_cache=not no_cache, tags=tags, debug=debug)
+                       model_args=parse_kv(model_arg, "--model-arg"), options=options, tags=tags, debug=debug)
     if not benchmarks:
         raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
-    if len(benchmarks) == 1:  # a path is lvu JSONL data: `-b q.jsonl` runs `-b jsonl --data q.jsonl`
-        from lvu.cli.data import benchmark_and_data
+    name = benchmarks[0]  # one benchmark: the run's own tables and next steps
+    from lvu.cli.data import benchmark_and_data
 
-        name, path = benchmark_and_data(benchmarks[0], data)
-        if name != benchmarks[0]:
-            benchmarks, settings["data"] = [name], str(path)
-    benchmark = benchmarks[0]  # type: ignore[assignment]  (one benchmark: the run's own tables and next steps)
-    summary = run_engine(
-        benchmark, model, settings={k: v for k, v in settings.items() if v is not None},
-        model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir, fresh=fresh,
-        limit=limit, concurrency=concurrency, report=not no_report, frame_cache=not no_cache, asr=asr,
-        decode=decode, decode_workers=decode_workers,  # type: ignore[arg-type]  (the engine checks the mode)
-        judge=judge, judge_args=parse_kv(judge_arg, "--judge-arg"), llm_extract=llm_extract,
-        executor=executor, ray_address=ray_address, ray_args=parse_kv(ray_arg, "--ray-arg"),  # type: ignore[arg-type]
-    )
+    name, path = benchmark_and_data(name, data)  # a path is lvu JSONL data: `-b q.jsonl` runs `-b jsonl --data q.jsonl`
+    if name != benchmarks[0]:
+        settings["data"] = str(path)
+    summary = run_engine(name, model, settings={k: v for k, v in settings.items() if v is not None},
+                         model_args=parse_kv(model_arg, "--model-arg"), options=options)
     if tags:
         from lvu.runs.sweep import add_tags
 
         add_tags(results_dir, summary.run_id, tags)
     from lvu.cli.run import print_run_end
 
-    print_run_end(summary, f"{benchmark} × {model}", limit=limit, results_dir=results_dir, debug=debug)
+    print_run_end(summary, f"{name} × {model}", limit=limit, results_dir=results_dir, debug=debug)
     raise typer.Exit(1 if summary.n_failed else 0)
 
 
 @app.command("list")
-def list_parts() -> None:
+def list_parts(
+    settings: Annotated[Optional[str], typer.Option(
+        "--settings", metavar="BENCHMARK",
+        help="List one benchmark's settings instead (for --set): name, default, description.")] = None,
+) -> None:
     """List the registered benchmarks and models, built-in and installed plugins (docs/plugins.md)."""
     from lvu.benchmarks import load_all as load_benchmarks
     from lvu.benchmarks.base import BENCHMARKS
@@ -169,6 +164,19 @@ def list_parts() -> None:
     from lvu.models.base import MODELS
 
     load_benchmarks()
+    if settings is not None:
+        from rich.markup import escape
+
+        model = BENCHMARKS.get(settings).Settings
+        table = Table(title=f"{settings} settings (--set NAME=VALUE)", title_justify="left")
+        table.add_column("name", no_wrap=True)
+        table.add_column("default", no_wrap=True)
+        table.add_column("description")
+        docs = model.docs()
+        for name, default in model.defaults().items():  # escaped: a description may hold [brackets]
+            table.add_row(name, escape("unset" if default is None else str(default)), escape(docs.get(name, "")))
+        console.print(fold_cells(table))
+        return
     load_models()
     for title, registry in (("benchmarks", BENCHMARKS), ("models", MODELS)):
         table = Table(title=title, title_justify="left")
@@ -183,33 +191,8 @@ def list_parts() -> None:
         console.print(fold_cells(table))
 
 
-@app.command()
-def score(
-    benchmark: Annotated[str, typer.Argument(help="Benchmark name.")],
-    predictions: Annotated[Path, typer.Argument(help="Predictions file: the benchmark's official output format, an lmms-eval --log_samples JSONL or a VLMEvalKit prediction sheet.")],
-    root: Annotated[Optional[Path], typer.Option("--root", "--data", help="Release files, when the predictions file lacks the questions.")] = None,
-    setting: Annotated[list[str], typer.Option("--set", help="Benchmark setting, KEY=VALUE (e.g. compat=lmms-eval).")] = [],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write per-sample results as JSONL.")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="auto | lmms-eval | vlmevalkit | official (as `lvu import`).")] = "auto",
-) -> None:
-    """Score saved model responses with the official extraction and aggregation (no model is run, nothing
-    is stored: `lvu import` stores the same scores as a run)."""
-    from lvu.runs.grading import make_benchmark
-    from lvu.runs.importer import grade_rows
-    from lvu.runs.saved_files import read_saved
-
-    if not predictions.exists():
-        raise LvuError(f"{predictions}: file not found — pass the path of a predictions file")
-    settings = {"data": str(root) if root else None, **parse_kv(setting, "--set")}
-    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
-    saved = read_saved(bench, predictions, format)  # the reader `lvu import` uses: the same rows, the same scores
-    for line in saved.problems(benchmark):
-        err_console.print(line, markup=False, highlight=False)
-    results = grade_rows(bench, saved.rows)
-    print_tables(bench.aggregate(results), f"{benchmark} — {predictions.name}")
-    if out:
-        out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
-        console.print(f"wrote {len(results)} rows to {out}")
+from lvu.cli.scoring import score as _score_command  # noqa: E402  (here: `lvu --help` lists commands in this order)
+app.command("score")(_score_command)
 
 
 @app.command("asr")
@@ -315,11 +298,12 @@ def cache_warm(
     from lvu.runs.grading import make_benchmark
     from lvu.runs.warming import warm
 
-    settings = {"frames": frames_setting(frames), "data": str(data) if data else None, "video_dir": str(video_dir) if video_dir else None}
+    settings: dict[str, Any] = {"frames": frames_setting(frames), "data": str(data) if data else None,
+                                "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
     bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
     samples, _ = bench.load()
-    by_resize: dict[object, list] = {}
+    by_resize: dict[Any, list] = {}
     errors: list[str] = []
     for s in samples:
         try:
@@ -340,8 +324,8 @@ def cache_warm(
         errors.extend(summary.errors)
         if interrupted := summary.interrupted:
             break
-    for e in dict.fromkeys(errors):
-        err_console.print(f"failed: {e}", markup=False, highlight=False)
+    for line in dict.fromkeys(errors):
+        err_console.print(f"failed: {line}", markup=False, highlight=False)
     console.print(f"{total['videos']} videos, {total['frames']} frames in {total['seconds']:.1f} s, "
                   f"{len(set(errors))} errors → {cache.root}")
     if interrupted:

@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from lvu.cli.common import ResultsDir, check_limit, check_tags, console, err_console, parse_kv, print_tables
+from lvu.cli.common import ResultsDir, check_tags, console, err_console, parse_kv, print_tables
 from lvu.console_output import add_id_column, fold_cells, failure_line
+
+if TYPE_CHECKING:
+    from lvu.runs.options import RunOptions
 
 
 def _label(value: Any) -> str:
@@ -175,9 +178,9 @@ def print_next_steps(run_id: str, report_path: Path | None, results_dir: Path | 
         console.print(f"  {command.ljust(width)}  # {why}", markup=False, highlight=False)
 
 
-def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report: bool, frame_cache: bool,
-                  overrides: dict[str, Any], tags: list[str] | None = None, debug: bool = False) -> None:
-    """`lvu run -c spec.yaml`: every combination in order, then one summary table."""
+def run_spec_file(config: Path, options: RunOptions, *, tags: list[str] | None = None, debug: bool = False) -> None:
+    """`lvu run -c spec.yaml`: every combination in order, then one summary table; the fields set
+    in `options` (the command line's) win over the spec's."""
     from lvu.api import run_planned
     from lvu.runs import spec_file
     from lvu.runs.sweep import axes_of
@@ -185,29 +188,33 @@ def run_spec_file(config: Path, *, results_dir: Path | None, fresh: bool, report
     spec = spec_file.load(config)
     planned = spec_file.expand(spec, str(config))
     console.print(f"{config}: {len(planned)} run(s)")
-    where = results_dir or spec.results_dir
-    outcomes = run_planned(planned, results_dir=where, fresh=fresh, report=report,
-                           frame_cache=frame_cache, sweep=spec.sweep, overrides=overrides, tags=tags)
+    options = _with_spec_results_dir(options, spec.results_dir)
+    outcomes = run_planned(planned, options, sweep=spec.sweep, tags=tags)
     _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None,
-            results_dir=Path(where) if where else None, debug=debug)
+            results_dir=options.results_dir, debug=debug)
+
+
+def _with_spec_results_dir(options: RunOptions, spec_dir: str | None) -> RunOptions:
+    """--results-dir, else the spec's `results_dir:`, else the usual rule (lvu.runs.location)."""
+    if options.results_dir is not None or spec_dir is None:
+        return options
+    return options.parse({"results_dir": spec_dir}, base=options)
 
 
 def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any], model_args: dict[str, Any],
-                   options: dict[str, Any], results_dir: Path | None, fresh: bool, report: bool,
-                   frame_cache: bool, tags: list[str], debug: bool = False) -> None:
+                   options: RunOptions, tags: list[str], debug: bool = False) -> None:
     """`lvu run -b videomme,mlvu`: one run per benchmark, in turn, as `lvu run -c` runs a spec's
     benchmarks; every benchmark's settings are checked before the first run starts."""
     from lvu.api import run_planned
     from lvu.runs.spec_file import PlannedRun, check_benchmark
 
     planned = [PlannedRun(benchmark=b, model=model, settings=dict(settings), model_args=dict(model_args),
-                          options=dict(options)) for b in benchmarks]
+                          options=options.planned()) for b in benchmarks]
     for item in planned:
         check_benchmark(item, f"--benchmark {item.benchmark}")
     console.print(f"{len(planned)} run(s): {', '.join(benchmarks)} × {model}")
-    outcomes = run_planned(planned, results_dir=results_dir, fresh=fresh, report=report, frame_cache=frame_cache,
-                           tags=tags)
-    _finish(outcomes, f"{', '.join(benchmarks)} × {model}", results_dir=results_dir, debug=debug)
+    outcomes = run_planned(planned, options, tags=tags)
+    _finish(outcomes, f"{', '.join(benchmarks)} × {model}", results_dir=options.results_dir, debug=debug)
 
 
 def _values(text: str | None) -> list[Any] | None:
@@ -256,11 +263,13 @@ def sweep(
     """
     from lvu.api import run_planned
     from lvu.runs import spec_file
+    from lvu.runs.options import RunOptions
     from lvu.runs.sweep import axes_of
 
-    check_limit(limit)
+    given = {"limit": limit, "concurrency": concurrency, "results_dir": results_dir, "fresh": fresh,
+             "report": not no_report}  # what the command line sets; the spec's keys fill in the rest
+    options = RunOptions.parse({k: v for k, v in given.items() if v is not None})
     tags = check_tags(tag)
-    overrides = {k: v for k, v in {"limit": limit, "concurrency": concurrency}.items() if v is not None}
     if config is not None:
         spec = spec_file.load(config)
         if spec.sweep is None:
@@ -284,8 +293,6 @@ def sweep(
     from lvu.runs.sweep import name_of
 
     console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
-    where = results_dir or spec.results_dir
-    outcomes = run_planned(planned, results_dir=where, fresh=fresh, report=not no_report,
-                           sweep=spec.sweep, overrides=overrides, tags=tags)
-    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)),
-            results_dir=Path(where) if where else None)
+    options = _with_spec_results_dir(options, spec.results_dir)
+    outcomes = run_planned(planned, options, sweep=spec.sweep, tags=tags)
+    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)), results_dir=options.results_dir)

@@ -150,14 +150,17 @@ def options_only_audit(samples: Sequence[Sample]) -> dict[str, Any]:
     on questions whose options are all spans (chance: 100 / options; k tied best options score 1/k).
     The generic options-only audit every build ends with (OUT/leak.json, lvu.scoring.leak) reads
     span texts as text, so these are its complement for ER; {} when the options are not spans."""
-    mc = [s for s in samples if s.options and isinstance(s.answer, int)]
-    spans = [[parse_span_text(o) for o in s.options] for s in mc]
-    if not mc or not all(p is not None for v in spans for p in v):
+    mc = [(s.answer, s.options) for s in samples if s.options and isinstance(s.answer, int)]
+    parsed = [[parse_span_text(o) for o in options] for _, options in mc]
+    if not mc or not all(p is not None for v in parsed for p in v):
         return {}
+    spans = [[p for p in v if p is not None] for v in parsed]  # (every one: checked above)
+    rules: list[tuple[str, Callable[[tuple[int, int]], int]]] = [
+        ("longest", lambda p: p[1] - p[0]), ("shortest", lambda p: p[0] - p[1]),
+        ("earliest", lambda p: -p[0]), ("latest", lambda p: p[0])]
     out = {}
-    for name, key in (("longest", lambda p: p[1] - p[0]), ("shortest", lambda p: p[0] - p[1]),
-                      ("earliest", lambda p: -p[0]), ("latest", lambda p: p[0])):
-        score = sum(_tie_score([key(p) for p in v], s.answer) for s, v in zip(mc, spans))  # type: ignore[arg-type]
+    for name, key in rules:
+        score = sum(_tie_score([key(p) for p in v], answer) for (answer, _), v in zip(mc, spans))
         out[name] = round(100 * score / len(mc), 1)
     return {"questions": len(mc), "chance": round(100 / N_OPTIONS, 1), "accuracy": out}
 
@@ -165,8 +168,8 @@ def options_only_audit(samples: Sequence[Sample]) -> dict[str, Any]:
 # ---- the pipeline ------------------------------------------------------------------------------
 
 class ConvertOptions(PipelineOptions):
-    seed: int = Field(0, description="all randomness (decoys, answer positions) comes from it")
-    decoys: Literal["default", "llm"] = Field("default", description="default: drawn as documented; llm: the "
+    seed: int = Field(default=0, description="all randomness (decoys, answer positions) comes from it")
+    decoys: Literal["default", "llm"] = Field(default="default", description="default: drawn as documented; llm: the "
                                                                       "llm model chooses them among the candidates")
 
 
@@ -285,7 +288,9 @@ class ConvertPipeline(Pipeline):
         todo = [v for v in videos if "skip" not in v.data]
         if any(v.id not in results for v in todo):
             return {}  # a unit failed or is pending: no file yet (`lvu build status` says which)
-        samples, sources, fallbacks = [], Counter(), []
+        samples: list[Sample] = []
+        sources: Counter[str] = Counter()
+        fallbacks: list[str] = []
         for item in todo:
             r = results[item.id]
             # the planned decoys (of this plan: a fallback stored earlier names none) unless the llm chose

@@ -198,10 +198,10 @@ def plan_questions(records: list[dict[str, Any]], root: Path, seed: int) -> list
         if isinstance(info, LvuError):
             items.append(skip_item(Problem(r["source"], r["id"], "unreadable", str(info)), str(path)))
             continue
-        why = window_problem(r[base], info.duration, base)
-        if why:
-            items.append(skip_item(Problem(r["source"], r["id"], "out-of-range" if "out of range" in why else "bad",
-                                           why), str(path)))
+        unusable = window_problem(r[base], info.duration, base)
+        if unusable:
+            items.append(skip_item(Problem(r["source"], r["id"], "out-of-range" if "out of range" in unusable else "bad",
+                                           unusable), str(path)))
             continue
         a, b = r[base]
         scopes[(base, uid)].append(len(items))
@@ -231,10 +231,10 @@ def _decoys_for_scope(members: list[Item], rng: Any) -> None:
                             fits=lambda chosen, c: all(apart(windows[c], windows[x]) for x in chosen))
     balance = AnswerBalancer(rng)
     for i, m in enumerate(members):
-        if drawn[i] is not None:
-            m.data |= {"decoys": [list(windows[j]) for j in drawn[i]], "decoy_source": "other answers",  # type: ignore[union-attr]
-                       "decoy_queries": [members[j].id for j in drawn[i]]}  # type: ignore[union-attr]
-        elif (shift := shifted(windows[i], m.data["duration"], rng)) is not None:  # type: ignore[arg-type]
+        if (chosen := drawn[i]) is not None:
+            m.data |= {"decoys": [list(windows[j]) for j in chosen], "decoy_source": "other answers",
+                       "decoy_queries": [members[j].id for j in chosen]}
+        elif (shift := shifted(windows[i], m.data["duration"], rng)) is not None:
             m.data |= {"decoys": shift, "decoy_source": "shifted"}
         else:
             continue

@@ -115,7 +115,9 @@ def read_annotation(path: Path) -> tuple[list[dict[str, Any]], list[Problem]]:
                                     + ("`video class s1 e1 s2 e2`" if kind == "temporal" else "`Folder/Video.mp4`")))
             continue
         folder, _, name = fields[0].rpartition("/") if kind == "split" else ("", "", fields[0])
-        stem = re.match(r"[A-Za-z]*", name).group(0)  # type: ignore[union-attr]  (a list line without folder)
+        letters = re.match(r"[A-Za-z]*", name)
+        assert letters is not None  # (the pattern matches every name, if only with "")
+        stem = letters.group(0)  # (a list line without folder)
         label = fields[1] if kind == "temporal" else folder.rsplit("/", 1)[-1] or stem
         cls = canonical_class(label)
         if cls is None:
@@ -216,7 +218,7 @@ def plan_questions(records: list[dict[str, Any]], root: Path, *, min_seconds: fl
 # ---- the pipeline ------------------------------------------------------------------------------
 
 class UcfOptions(ConvertOptions):
-    min_seconds: float = Field(180.0, ge=0, description="shorter videos are skipped (MLVU: longer than three minutes)")
+    min_seconds: float = Field(default=180.0, ge=0, description="shorter videos are skipped (MLVU: longer than three minutes)")
 
 
 @register_stage("ucf.decoys")

@@ -85,15 +85,15 @@ def needs_whisper(samples: list[Sample]) -> bool:
 
 
 class BlindFilterOptions(PipelineOptions):
-    rule: str = Field("neptune-qad", description="neptune-qad | lvbench | text-only (or a registered rule)")
-    seeds: int = Field(3, description="neptune-qad: rankings per question, options re-shuffled per seed")
-    threshold: int = Field(2, description="neptune-qad: removed when the answer is top-ranked in this many seeds")
-    seed_base: int = Field(0, description="neptune-qad: first seed")
-    asr: bool = Field(False, description="give the transcript too: the sample's subtitles, else Whisper")
-    allow_single: bool = Field(False, description="lvbench: allow one model (the paper's rule needs two: GLM-4 "
+    rule: str = Field(default="neptune-qad", description="neptune-qad | lvbench | text-only (or a registered rule)")
+    seeds: int = Field(default=3, description="neptune-qad: rankings per question, options re-shuffled per seed")
+    threshold: int = Field(default=2, description="neptune-qad: removed when the answer is top-ranked in this many seeds")
+    seed_base: int = Field(default=0, description="neptune-qad: first seed")
+    asr: bool = Field(default=False, description="give the transcript too: the sample's subtitles, else Whisper")
+    allow_single: bool = Field(default=False, description="lvbench: allow one model (the paper's rule needs two: GLM-4 "
                                                   "and GPT-4); then removed when that model is correct")
-    models: int = Field(1, ge=1, description="how many models vote (roles llm, llm2, ...)")
-    data: Optional[str] = Field(None, description="the benchmark's data (lvu build run: a benchmark name as INPUT)")
+    models: int = Field(default=1, ge=1, description="how many models vote (roles llm, llm2, ...)")
+    data: Optional[str] = Field(default=None, description="the benchmark's data (lvu build run: a benchmark name as INPUT)")
 
     @model_validator(mode="after")
     def _rule(self) -> BlindFilterOptions:
@@ -138,7 +138,7 @@ class Decide(Stage):
         super().__init__(options)
         self.filter = BlindFilterOptions.model_validate(self.options).settings
         self.rule = rule_named(self.filter.rule)
-        self.prompt = repr(self.rule.prompt_identity())  # type: ignore[misc]  # in every key: a changed template recomputes
+        self.prompt = repr(self.rule.prompt_identity())  # in every key: a changed template recomputes
 
     def uses_models(self) -> list[str]:
         return model_roles(int(self.options.get("models") or 1))
@@ -181,6 +181,7 @@ class BlindFilter(Pipeline):
     (Neptune's QAD filter, LVBench's, Video-MME's); kept.jsonl, removed.jsonl, decisions.jsonl."""
 
     Options = BlindFilterOptions
+    config: BlindFilterOptions
     models = {"llm": "the model asked without the video", "llm2": "a second voting model (--opt models=2), ..."}
 
     def __init__(self, options: dict[str, Any] | PipelineOptions | None = None) -> None:
@@ -205,7 +206,7 @@ class BlindFilter(Pipeline):
         if state.interrupted or state.stopped:
             return {}  # an interrupted filter writes no file
         samples = [sample_of(v) for v in videos]
-        outcome = outcome_of(state, samples, self.config.settings, self.bad, job_id="", results_dir=out)  # type: ignore[attr-defined]
+        outcome = outcome_of(state, samples, self.config.settings, self.bad, job_id="", results_dir=out)
         paths = write_outputs(outcome, out)  # summary.json and its table: the `lvu build filter` shortcut's
         return {"kept": len(outcome.kept), "removed": len(outcome.removed), "failed": len(outcome.failed),
                 **{k: str(v) for k, v in paths.items()}}
@@ -243,7 +244,7 @@ def outcome_of(state: BuildState, samples: list[Sample], settings: FilterSetting
     return outcome
 
 
-async def decide_samples(pipeline: str, stages: list[Stage], samples: Sequence[Sample], models: list[Model], *,
+async def decide_samples(pipeline: str, stages: Sequence[Stage], samples: Sequence[Sample], models: list[Model], *,
                          results_dir: str | Path | None = None, concurrency: int = 8, fresh: bool = False,
                          show_progress: bool = True, items: Sequence[Item] | None = None
                          ) -> tuple[BuildState, str, Path]:

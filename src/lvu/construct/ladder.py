@@ -141,16 +141,17 @@ def plan_ladder(samples: list[Sample], lengths: tuple[float, ...] | list[float])
         raise LvuError(f"no question has an evidence position ({counts}) — the MLVU release does not give one for "
                        "NQA/AO/AC (synthetic: the paper generated each ladder length directly) or ER/PQA; build the "
                        "ladder from `lvu build needle ... --lengths 180,360,600` outputs (pass their needle.jsonl)")
+    known = {sid: v for sid, v in spans.items() if v is not None}
     by_video: dict[str, list[Sample]] = defaultdict(list)
     for s in samples:
-        if spans[s.id] is not None:
+        if s.id in known:
             by_video[s.video.path].append(s)
     items: list[Item] = []
     seen: set[str] = set()
     for video, group in sorted(by_video.items()):
         bg = probe_cached(video)
         for length in lengths:
-            keep = [s for s in group if bg.duration >= length - 1e-6 and max(b for _, b in spans[s.id]) <= length + 1e-6]  # type: ignore[union-attr]
+            keep = [s for s in group if bg.duration >= length - 1e-6 and max(b for _, b in known[s.id]) <= length + 1e-6]
             kept_ids = {s.id for s in keep}
             for s in group:
                 key = (task_of(s), length)
@@ -211,6 +212,7 @@ class Ladder(Pipeline):
     evidence stays inside. INPUTS = lvu JSONL files (e.g. needle.jsonl) or the MLVU release folder."""
 
     Options = LadderOptions
+    config: LadderOptions
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
@@ -236,7 +238,10 @@ class Ladder(Pipeline):
             video = (out / d["file"]).resolve()
             keep = [Sample.model_validate(s) for s in d["samples"]]
             subtitles = _cut_subtitles(keep[0], d["video_frames"], Fraction(d["rate"]), d["length"], out, video.stem)
-            self.samples += [_rung(s, d["length"], video, subtitles, evidence(s)) for s in keep]  # type: ignore[arg-type]
+            for s in keep:
+                spans = evidence(s)
+                assert spans is not None  # (plan_ladder keeps questions with evidence only)
+                self.samples.append(_rung(s, d["length"], video, subtitles, spans))
         write_samples(out / JSONL_NAME, self.samples)
         return {"ladder.jsonl": out / JSONL_NAME, "samples": len(self.samples)}
 

@@ -68,7 +68,7 @@ class NeedleCaption(_PerNeedle):
     """The caption each needle's questions are written from: given, else its on-screen text (ocr)."""
 
     output = "captions"
-    max_concurrency = 1
+    max_concurrency: int | None = 1
     """OCR is CPU-bound (given captions take no time)."""
 
     def settings(self) -> Any:
@@ -169,8 +169,8 @@ def needle_pictures(needle: dict[str, Any]) -> list[tuple[float, Any]]:
     if needle["kind"] == "image":
         from PIL import Image
 
-        with Image.open(needle["source"]) as img:
-            img = img.convert("RGB")
+        with Image.open(needle["source"]) as opened:
+            img = opened.convert("RGB")
             img.thumbnail((CAPTION_LONG_SIDE, CAPTION_LONG_SIDE))
             return [(0.0, np.asarray(img))]
     from lvu.media.video import VideoReader

@@ -137,7 +137,7 @@ def _from_file(path: Path, seconds: float, *, label: str | None = None) -> Needl
 def _from_record(line: str, where: str, base: Path, default_seconds: float) -> Needle:
     try:
         rec = json.loads(line)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise DataError(f"{where}: not JSON ({e.msg}) — one JSON object per line") from None
     if not isinstance(rec, dict):
         raise DataError(f"{where}: not a JSON object — write {{\"video\": ...}}, {{\"image\": ...}} or {{\"text\": ...}}")
@@ -234,7 +234,7 @@ def letterbox(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
     if (nw, nh) == (width, height) and (w, h) == (width, height):
         return np.ascontiguousarray(rgb)
-    small = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.BILINEAR)) if (nw, nh) != (w, h) else rgb
+    small = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.Resampling.BILINEAR)) if (nw, nh) != (w, h) else rgb
     out = np.zeros((height, width, 3), np.uint8)
     y, x = (height - nh) // 2, (width - nw) // 2
     out[y:y + nh, x:x + nw] = small
@@ -261,14 +261,15 @@ def render_text(text: str, width: int, height: int) -> np.ndarray:
     img = Image.new("RGB", (width, height), TEXT_PAPER)
     draw = ImageDraw.Draw(img)
     words = text.split()
-    best = None
+    best: tuple[int, list[str]] | None = None
     for lines_wanted in (1, 2, 3):
         per = -(-len(words) // lines_wanted)
         lines = [" ".join(words[i:i + per]) for i in range(0, len(words), per)]
         size = _fit_size(lines, width * 0.86, height * 0.7, draw, ImageFont)
         if best is None or size > best[0]:
             best = (size, lines)
-    size, lines = best  # type: ignore[misc]
+    assert best is not None  # (the loop ran)
+    size, lines = best
     font = ImageFont.load_default(size=size)
     block = "\n".join(lines)
     x0, y0, x1, y1 = draw.multiline_textbbox((0, 0), block, font=font, align="center")

@@ -63,33 +63,33 @@ def numbers(value: Any, *, example: str, low: float | None = None, high: float |
 class NeedleOptions(PipelineOptions):
     """`lvu build needle`'s flags as typed options (the same names, defaults and checks)."""
 
-    needles: str | None = Field(None, description="a folder of needle clips / images / .txt files, or a needle "
+    needles: str | None = Field(default=None, description="a folder of needle clips / images / .txt files, or a needle "
                                                   "JSONL file (needed to plan; not to resume or show)")
-    segments: str | None = Field(None, description="an ActivityNet-Captions file: order questions from consecutive "
+    segments: str | None = Field(default=None, description="an ActivityNet-Captions file: order questions from consecutive "
                                                    "captioned segments of the videos in `needles` (a folder)")
-    task: str = Field("nqa", description="nqa (one needle, its question) | order (several, their order) | "
+    task: str = Field(default="nqa", description="nqa (one needle, its question) | order (several, their order) | "
                                          "count (one needle, how often)")
     depths: list[float] | Literal["random"] = Field(
-        [0.0, 25.0, 50.0, 75.0, 100.0], description="nqa: where each needle starts, percent of the video "
+        default=[0.0, 25.0, 50.0, 75.0, 100.0], description="nqa: where each needle starts, percent of the video "
                                                     "(0 = first frame, 100 = ends on the last); 'random' as MLVU")
-    lengths: list[float] | None = Field(None, description="output lengths in seconds (background trimmed or "
+    lengths: list[float] | None = Field(default=None, description="output lengths in seconds (background trimmed or "
                                                           "looped); none: the background's")
-    per_cell: int = Field(1, ge=1, description="videos per background x length x depth (nqa) or per "
+    per_cell: int = Field(default=1, ge=1, description="videos per background x length x depth (nqa) or per "
                                                "background x length (order, count)")
-    order_size: int = Field(4, ge=2, description="order: needles per video")
-    max_count: int = Field(4, ge=1, description="count: the most times a needle is inserted")
-    needle_seconds: float = Field(3.0, gt=0, description="how long images and text needles are shown (a "
+    order_size: int = Field(default=4, ge=2, description="order: needles per video")
+    max_count: int = Field(default=4, ge=1, description="count: the most times a needle is inserted")
+    needle_seconds: float = Field(default=3.0, gt=0, description="how long images and text needles are shown (a "
                                                          "JSONL line's `seconds` wins)")
-    seed: int = Field(0, description="same seed and inputs, same benchmark (bytes)")
-    crf: int = Field(CRF, ge=0, le=51, description="x264 quality of re-encoded spans (lower is better)")
-    reencode: bool = Field(False, description="decode and re-encode every frame (never copy background packets)")
-    exact_audio: bool = Field(False, description="re-encode all sound sample-exactly (default: copy the "
+    seed: int = Field(default=0, description="same seed and inputs, same benchmark (bytes)")
+    crf: int = Field(default=CRF, ge=0, le=51, description="x264 quality of re-encoded spans (lower is better)")
+    reencode: bool = Field(default=False, description="decode and re-encode every frame (never copy background packets)")
+    exact_audio: bool = Field(default=False, description="re-encode all sound sample-exactly (default: copy the "
                                                  "background's AAC packets between splice points)")
     # --questions llm (lvu.construct.needle_llm): left out of build.json at their defaults (NeedlePipeline)
-    questions: Literal["template", "llm"] = Field("template", description="nqa: template (the needle's own "
+    questions: Literal["template", "llm"] = Field(default="template", description="nqa: template (the needle's own "
                                                   "question, else which label appears) | llm (MLVU Figure 7: 1-3 "
                                                   "questions per needle by the llm model, from its caption)")
-    captioner: Literal["none", "ocr", "vlm"] = Field("none", description="questions=llm, a needle without a "
+    captioner: Literal["none", "ocr", "vlm"] = Field(default="none", description="questions=llm, a needle without a "
                                                      "caption (<stem>.caption, a JSONL `caption`): none (stop, "
                                                      "naming it) | ocr (its on-screen text) | vlm (the vlm model)")
 
@@ -280,6 +280,7 @@ class NeedlePipeline(Pipeline):
     (`lvu build needle`): INPUTS = a background video or a folder of them; --opt needles=PATH."""
 
     Options = NeedleOptions
+    config: NeedleOptions
     models = {"llm": "writes the Needle QA questions from the needle captions (questions=llm)",
               "vlm": "captions needles that have no caption (questions=llm, captioner=vlm)"}
 
@@ -388,10 +389,10 @@ def build_needles(pipeline: NeedlePipeline, items: list[Item], out_dir: str | Pa
     result = BuildResult(written["needle.jsonl"], pipeline.samples, 0, 0, {}, {})
     for item in items:
         view = state.units[STAGE][item.id][0]
-        output = view.entry.result["output"]
+        output = view.stored().result["output"]
         if item.id not in reported:
             progress(item.id, False)
-        if not output["made"] or view.entry.started < started:
+        if not output["made"] or view.stored().started < started:
             result.reused += 1
             continue
         result.made += 1

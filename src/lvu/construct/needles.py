@@ -23,6 +23,7 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def _plan_one(s: NeedleSettings, bg: BackgroundFile, length: float, n_frames: in
     placed = list(zip(chosen, ats))
     if s.task == "nqa":
         n = chosen[0]
-        own = questions.Question(n.question, n.options, n.answer) if n.question else None  # type: ignore[arg-type]
+        own = questions.Question(n.question, n.options, n.answer) if n.question else None
         try:
             q = questions.nqa(n.label, own, labels, rng, balance)
         except ValueError:
@@ -267,8 +268,8 @@ def _inserts(job: Job) -> list[Insert]:
     out = []
     for needle, at in job.placed:
         n = frame_count(needle, info.rate)
-        out.append(Insert(at, n, frames=lambda needle=needle: needle_frames(needle, info.width, info.height, info.rate),
-                          audio=lambda k, fmt, needle=needle: needle_audio(needle, k, fmt), label=needle.where))
+        out.append(Insert(at, n, frames=partial(needle_frames, needle, info.width, info.height, info.rate),
+                          audio=partial(needle_audio, needle), label=needle.where))
     return out
 
 

@@ -14,6 +14,7 @@ lvu JSONL.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,5 +352,5 @@ class Neptune(Pipeline):
                    VisualSupport, Questions, Decoys, QadFilter]
         return [cls(self.options) for cls in classes]
 
-    def export(self, state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
+    def export(self, state: Any, videos: Sequence[Video], out: Path) -> dict[str, Any]:
         return export(state, videos, out)

@@ -29,6 +29,7 @@ import os
 import random
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ VOTE_FIELDS = ("seed", "order", "ranking", "correct")
 result): the same bytes whether the verdict was made in this process or read back from the store."""
 
 
-def export(state: Any, videos: list[Video], out: Path) -> dict[str, Any]:
+def export(state: Any, videos: Sequence[Video], out: Path) -> dict[str, Any]:
     """Write the files (module docstring) from a BuildState; counts for the closing lines."""
     from lvu.benchmarks.jsonl import write_samples
     from lvu.media.asr import write_srt

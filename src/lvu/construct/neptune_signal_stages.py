@@ -27,40 +27,40 @@ CAPTIONERS = ("vlm", "ocr")
 class NeptuneOptions(PipelineOptions):
     """Neptune's options; where the paper gives no number the default is lvu's (docs/build.md)."""
 
-    min_seconds: Optional[float] = Field(None, ge=0, description="shortest video kept; None: no minimum (the "
+    min_seconds: Optional[float] = Field(default=None, ge=0, description="shortest video kept; None: no minimum (the "
                                          "paper's 16 s is its shortest video, not a rule)")
-    max_seconds: Optional[float] = Field(None, gt=0, description="longest video kept; None: none (longer videos "
+    max_seconds: Optional[float] = Field(default=None, gt=0, description="longest video kept; None: none (longer videos "
                                          "are truncated, truncate_seconds)")
-    truncate_seconds: Optional[float] = Field(900.0, gt=0, description="only the first this many seconds of a "
+    truncate_seconds: Optional[float] = Field(default=900.0, gt=0, description="only the first this many seconds of a "
                                               "longer video are analysed (paper §3: truncated at 15 min); None: all")
-    metadata_rules: bool = Field(True, description="judge <stem>.info.json's view count, upload age and safety "
+    metadata_rules: bool = Field(default=True, description="judge <stem>.info.json's view count, upload age and safety "
                                  "labels by App. C.1's rules (lvu.construct.select_rules) when the file exists")
-    as_of: AsOfDate = Field(None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages count to (YYYY-MM-DD; default today, "
+    as_of: AsOfDate = Field(default=None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages count to (YYYY-MM-DD; default today, "
                                  "recorded in build.json)")
-    static_threshold: Optional[float] = Field(None, gt=0, lt=1, description="static filter's clustering cut "
+    static_threshold: Optional[float] = Field(default=None, gt=0, lt=1, description="static filter's clustering cut "
                                               "(largest cell difference 0..1); None: lvu.construct.selection's 0.08")
-    min_face_height: float = Field(0.20, gt=0, le=1, description="talking-head frame: a frontal face taller than "
+    min_face_height: float = Field(default=0.20, gt=0, le=1, description="talking-head frame: a frontal face taller than "
                                    "this fraction of the frame")
-    max_talking_fraction: float = Field(0.30, ge=0, le=1, description="drop a video when more than this fraction "
+    max_talking_fraction: float = Field(default=0.30, ge=0, le=1, description="drop a video when more than this fraction "
                                         "of its frames are talking-head frames")
-    shot_threshold: Optional[float] = Field(None, gt=0, description="PySceneDetect ContentDetector threshold; "
+    shot_threshold: Optional[float] = Field(default=None, gt=0, description="PySceneDetect ContentDetector threshold; "
                                             "None: its default 27")
-    asr: Literal["auto", "subtitles", "none"] = Field("auto", description="auto: the subtitle file beside a "
+    asr: Literal["auto", "subtitles", "none"] = Field(default="auto", description="auto: the subtitle file beside a "
                                                       "video, else Whisper; subtitles: files only; none: no speech")
-    captioner: Literal["vlm", "ocr"] = Field("vlm", description="vlm: the paper's caption prompt per frame (vlm "
+    captioner: Literal["vlm", "ocr"] = Field(default="vlm", description="vlm: the paper's caption prompt per frame (vlm "
                                              "model); ocr: each frame's on-screen text, offline")
-    fps: float = Field(1.0, gt=0, description="frames per second for the filters and frame captions (paper: 1)")
-    questions: int = Field(5, ge=1, description="questions generated per video ({target_number}; the paper "
+    fps: float = Field(default=1.0, gt=0, description="frames per second for the filters and frame captions (paper: 1)")
+    questions: int = Field(default=5, ge=1, description="questions generated per video ({target_number}; the paper "
                            "made ~4.6 per kept video)")
-    decoys: int = Field(prompts.DECOY_NUMBER, ge=4, description="wrong answers asked for per question, and "
+    decoys: int = Field(default=prompts.DECOY_NUMBER, ge=4, description="wrong answers asked for per question, and "
                         "exactly that many required (the paper: 6; at least 4 for the 5-option MCQ)")
-    scenes_per_part: int = Field(40, ge=1, description="scenes per clustering call (a part of the video script)")
-    clustering_max_chars: int = Field(prompts.CLUSTERING_MAX_CHARS, ge=1, description="{max output characters} "
+    scenes_per_part: int = Field(default=40, ge=1, description="scenes per clustering call (a part of the video script)")
+    clustering_max_chars: int = Field(default=prompts.CLUSTERING_MAX_CHARS, ge=1, description="{max output characters} "
                                       "of the clustering prompt")
-    segment_max_chars: int = Field(prompts.SEGMENT_MAX_CHARS, ge=1, description="{max_output_characters} of "
+    segment_max_chars: int = Field(default=prompts.SEGMENT_MAX_CHARS, ge=1, description="{max_output_characters} of "
                                    "the segment prompt")
-    filter_seeds: int = Field(3, ge=1, description="QAD filter rankings per question, options shuffled per seed")
-    filter_threshold: int = Field(2, ge=1, description="remove a QAD when the answer is top-ranked in at least "
+    filter_seeds: int = Field(default=3, ge=1, description="QAD filter rankings per question, options shuffled per seed")
+    filter_threshold: int = Field(default=2, ge=1, description="remove a QAD when the answer is top-ranked in at least "
                                   "this many seeds")
 
 
@@ -190,7 +190,7 @@ def analysed_until(selection: dict[str, Any]) -> float | None:
 class PerKeptVideo(NeptuneStage):
     inputs = ("selection",)
 
-    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
+    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | Skip | None:
         if not _kept(inputs):
             return Skip(inputs["selection"]["decision"])
         until = analysed_until(inputs["selection"])
@@ -282,7 +282,7 @@ class FrameCaptions(NeptuneStage):
     def settings(self) -> Any:
         return {"fps": self.opt("fps")}
 
-    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | None:
+    def plan(self, video: Video, inputs: dict[str, Any]) -> list[Unit] | Skip | None:
         from lvu.construct.signals import probe_video
         from lvu.media.sampling import Fps
 

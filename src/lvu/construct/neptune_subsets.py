@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lvu.construct.filtering import Decide, FilterOutcome, decide_samples, outcome_of
-from lvu.construct.pipeline import Stage, register_stage
+from lvu.construct.pipeline import register_stage
 from lvu.construct.review_labels import MODALITY_LABEL
 from lvu.errors import LvuError
 
@@ -152,7 +152,7 @@ class AsrFilter(Decide):
     output = "asr"
 
 
-def subset_stages(seeds: int, threshold: int) -> list[Stage]:
+def subset_stages(seeds: int, threshold: int) -> list[Decide]:
     """The two filters MMA and MMH are made from (one pipeline of two stages on the build store)."""
     base = {"rule": "neptune-qad", "seeds": seeds, "threshold": threshold}
     return [QadFilter({**base, "asr": False}), AsrFilter({**base, "asr": True})]

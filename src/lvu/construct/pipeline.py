@@ -107,15 +107,17 @@ class Stage:
     name: ClassVar[str] = ""
     output: ClassVar[str] = ""
     """The name successors read this stage's output by (defaults to the stage's name)."""
-    inputs: ClassVar[tuple[str, ...]] = ()
+    inputs: tuple[str, ...] = ()
+    """The stages whose outputs this one reads (a class's, or set per instance: select.rules)."""
     role: ClassVar[str] = "none"
-    prompt: ClassVar[str] = ""
+    prompt: str = ""
     version: ClassVar[int] = 1
     """Bump when the stage's code changes what it produces: its items are then recomputed."""
     unit: ClassVar[str] = "video"
     """What one unit is (video, frame, shot, segment, question): for status lines and docs."""
-    max_concurrency: ClassVar[int | None] = None
-    """Cap on units in flight (CPU-bound stages on a small machine), below the build's --concurrency."""
+    max_concurrency: int | None = None
+    """Cap on units in flight (CPU-bound stages on a small machine), below the build's --concurrency;
+    a class's, or set per instance (the needle build's splice workers)."""
     max_tokens: ClassVar[int] = 1024
     parse_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)
     """What the stage's parsers raise on a malformed reply (retried once with the error)."""

@@ -125,6 +125,10 @@ class _Actor:
     handle: Any
     alive: bool = True
 
+    def is_open(self) -> bool:
+        """Whether this actor's slots still take units (StageRunner's slot_open)."""
+        return self.alive
+
 
 @dataclass
 class RayUnits:
@@ -207,15 +211,17 @@ class RayUnits:
             per = max(1, min(concurrency, stage.max_concurrency or concurrency))
             slots = [a for a in live for _ in range(per)]
             consumers = [self._on_actor(a, stage_ref, items) for a in slots]
-            slot_open: list[Callable[[], bool]] = [lambda a=a: a.alive for a in slots]
+            slot_open: list[Callable[[], bool]] = [a.is_open for a in slots]
         else:
             alive = sum(a.alive for a in self.actors)
             n = decode_tasks(self.ray, self.options, alive, what=f"the {stage.name} tasks")
             task = self.ray.remote(run_task).options(num_cpus=self.options.decode_cpus, max_retries=1)
             consumers = [self._on_task(task, stage_ref, items)] * n
             slot_open = [lambda: True] * n
-        await StageRunner(consumers=consumers, slot_open=slot_open, commit=counted, stop=stop, note=note,
-                          what=stage.unit, where=f"in {stage.name} on Ray").run([p] for p in todo)
+        runner: StageRunner[Planned, Planned, Outcome] = StageRunner(
+            consumers=consumers, slot_open=slot_open, commit=counted, stop=stop, note=note, what=stage.unit,
+            where=f"in {stage.name} on Ray")
+        await runner.run([p] for p in todo)
         if committed < len(todo) and not stop.is_set():
             raise BuildStopped(f"{stage.name}: all {len(self.actors)} unit actor(s) died; {len(todo) - committed} "
                                f"{stage.unit}(s) not run — the units done so far are stored; run the same command "

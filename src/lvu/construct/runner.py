@@ -80,6 +80,11 @@ class UnitView:
     key: str
     entry: Entry | None
 
+    def stored(self) -> Entry:
+        """The entry of a unit that has run (the caller checked `entry`, or the build finished)."""
+        assert self.entry is not None, f"unit {self.unit.id} has not run"
+        return self.entry
+
 
 @dataclass
 class BuildState:
@@ -177,7 +182,9 @@ async def execute(pipeline: str, stages: Sequence[Stage], videos: Sequence[Video
                     raise LvuError(f"stage {stage.name} calls the {role} model — pass --{role} MODEL")
             stage.out = store.out
             job = store.job(pipeline, stage.name, create=run)
-            vstates, notes, views = {}, {}, {}
+            vstates: dict[str, str] = {}
+            notes: dict[str, str] = {}
+            views: dict[str, list[UnitView]] = {}
             planned: list[tuple[Unit, str, int]] = []
             for vi, video in enumerate(videos):
                 if (upstream := _upstream_state(stage, video.id, state.outputs, by_output)) is not None:
@@ -290,12 +297,12 @@ def _collect(stage: Stage, videos: Sequence[Video], views: dict[str, list[UnitVi
             continue
         if failed:
             vstates[video.id] = "failed"
-            notes[video.id] = f"{len(failed)} {stage.unit}(s) failed, e.g. {failed[0].unit.id}: {failed[0].entry.error}"
+            notes[video.id] = f"{len(failed)} {stage.unit}(s) failed, e.g. {failed[0].unit.id}: {failed[0].stored().error}"
             if not stage.partial:
                 continue
         try:
-            out[video.id] = stage.collect(video, {v.unit.id: v.entry.result["output"] for v in unit_views
-                                                  if v.entry.error is None})
+            out[video.id] = stage.collect(video, {v.unit.id: v.stored().result["output"] for v in unit_views
+                                                  if v.stored().error is None})
             vstates[video.id] = "failed" if failed else "done"
         except Exception as e:  # a result that does not fit: this video fails here, named
             vstates[video.id], notes[video.id] = "failed", f"collect: {type(e).__name__}: {e}".splitlines()[0]

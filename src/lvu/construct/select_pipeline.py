@@ -276,16 +276,16 @@ class Rules(SelectStage):
 
 
 class SelectOptions(PipelineOptions):
-    rules: Union[str, dict[str, Any]] = Field("longvideobench", description="a built-in (longvideobench, "
+    rules: Union[str, dict[str, Any]] = Field(default="longvideobench", description="a built-in (longvideobench, "
                                               "videomme, lvbench, neptune), a YAML/JSON file, or the rules "
                                               "themselves (what build.json records)")
-    seed: int = Field(0, description="seeds the sampling within groups and the val/test split")
-    as_of: AsOfDate = Field(None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages are counted to (YYYY-MM-DD; default "
+    seed: int = Field(default=0, description="seeds the sampling within groups and the val/test split")
+    as_of: AsOfDate = Field(default=None, validate_default=True, json_schema_extra={"recorded": True}, description="the date upload ages are counted to (YYYY-MM-DD; default "
                                  "today, recorded so a resumed build judges the same)")
-    quality: Optional[str] = Field(None, description="a quality model (registered name or module:Class) scoring "
+    quality: Optional[str] = Field(default=None, description="a quality model (registered name or module:Class) scoring "
                                    "frames in [0, 1]; the rules' quality threshold applies only with one")
-    quality_args: dict[str, Any] = Field({}, description="the quality model's arguments")
-    language_model: Optional[str] = Field(None, description="a local multilingual faster-whisper model folder "
+    quality_args: dict[str, Any] = Field(default={}, description="the quality model's arguments")
+    language_model: Optional[str] = Field(default=None, description="a local multilingual faster-whisper model folder "
                                           "identifying the spoken language of videos without a language tag")
 
     @field_validator("rules", mode="after")

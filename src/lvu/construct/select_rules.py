@@ -53,9 +53,9 @@ class DurationGroup(_Strict):
     """Videos with min_s < duration <= max_s (the papers' "(8s, 15s]" notation; None: unbounded)."""
 
     name: str
-    min_s: Optional[float] = Field(None, ge=0)
-    max_s: Optional[float] = Field(None, gt=0)
-    target: Optional[int] = Field(None, ge=0, description="videos to sample from this group (None: all kept)")
+    min_s: Optional[float] = Field(default=None, ge=0)
+    max_s: Optional[float] = Field(default=None, gt=0)
+    target: Optional[int] = Field(default=None, ge=0, description="videos to sample from this group (None: all kept)")
 
     def holds(self, duration: float) -> bool:
         return (self.min_s is None or duration > self.min_s) and (self.max_s is None or duration <= self.max_s)
@@ -65,9 +65,9 @@ class DurationGroup(_Strict):
 
 
 class SubtitleRule(_Strict):
-    required: bool = Field(False, description="drop videos without subtitles (False: they need ASR, noted)")
-    languages: Optional[list[str]] = Field(None, description="allowed languages (ISO 639-1, e.g. en); None: any")
-    unknown_language: Literal["keep", "drop"] = Field("keep", description="what to do when no language is known")
+    required: bool = Field(default=False, description="drop videos without subtitles (False: they need ASR, noted)")
+    languages: Optional[list[str]] = Field(default=None, description="allowed languages (ISO 639-1, e.g. en); None: any")
+    unknown_language: Literal["keep", "drop"] = Field(default="keep", description="what to do when no language is known")
 
 
 class MetadataRule(_Strict):
@@ -77,13 +77,13 @@ class MetadataRule(_Strict):
     field: str
     op: Literal[">=", ">", "<=", "<", "==", "!=", "in", "not_in", "none_of"]
     value: Any
-    if_missing: Literal["keep", "drop"] = Field("keep", description="the field is absent from info.json")
-    why: str = Field("", description="the paper's words, shown in the evidence")
+    if_missing: Literal["keep", "drop"] = Field(default="keep", description="the field is absent from info.json")
+    why: str = Field(default="", description="the paper's words, shown in the evidence")
 
 
 class QualityRule(_Strict):
-    min_score: float = Field(0.25, ge=0, le=1, description="keep videos scoring above this (0..1)")
-    frames: int = Field(8, ge=1, description="frames the quality model scores, spread over the video")
+    min_score: float = Field(default=0.25, ge=0, le=1, description="keep videos scoring above this (0..1)")
+    frames: int = Field(default=8, ge=1, description="frames the quality model scores, spread over the video")
 
 
 class SplitRule(_Strict):
@@ -92,13 +92,13 @@ class SplitRule(_Strict):
 
 class SelectionRules(_Strict):
     name: str = "custom"
-    source: str = Field("", description="where the rules come from (paper and section)")
+    source: str = Field(default="", description="where the rules come from (paper and section)")
     groups: list[DurationGroup] = Field(default_factory=list, description="duration groups; none: one group, all")
-    min_seconds: Optional[float] = Field(None, ge=0)
-    max_seconds: Optional[float] = Field(None, gt=0)
-    truncate_seconds: Optional[float] = Field(None, gt=0, description="longer videos are kept and only their "
+    min_seconds: Optional[float] = Field(default=None, ge=0)
+    max_seconds: Optional[float] = Field(default=None, gt=0)
+    truncate_seconds: Optional[float] = Field(default=None, gt=0, description="longer videos are kept and only their "
                                               "first truncate_seconds are used (Neptune: 900)")
-    min_short_side: Optional[int] = Field(None, ge=1, description="pixels of the shorter side (720: 720p)")
+    min_short_side: Optional[int] = Field(default=None, ge=1, description="pixels of the shorter side (720: 720p)")
     subtitles: Optional[SubtitleRule] = None
     metadata: list[MetadataRule] = Field(default_factory=list)
     category: list[str] = Field(default_factory=lambda: ["info:categories", "folder"], description="where a "

@@ -278,12 +278,14 @@ def _audio_track(container: Any, bg: Background, pieces: list[Piece], fmt: Audio
 
 def _insert_frames(piece: Piece) -> Iterator[Any]:
     """Exactly the piece's frames from its insert (DataError when the insert runs short)."""
+    insert = piece.insert
+    assert insert is not None  # (called for insert pieces only)
     k = 0
-    for k, frame in enumerate(piece.insert.frames(), start=1):  # type: ignore[union-attr]
+    for k, frame in enumerate(insert.frames(), start=1):
         yield frame
         if k == piece.length:
             return
-    raise DataError(f"{piece.insert.label or 'an insert'}: gave {k} of its {piece.length} frames — "  # type: ignore[union-attr]
+    raise DataError(f"{insert.label or 'an insert'}: gave {k} of its {piece.length} frames — "
                     "the needle clip is damaged; re-export it")
 
 
@@ -308,7 +310,11 @@ class _EncodeWriter:
         self.next_bg = 0
 
     def write(self, piece: Piece) -> None:
-        frames = _insert_frames(piece) if piece.insert else self._background(piece.bg_start, piece.length)  # type: ignore[arg-type]
+        if piece.insert:
+            frames = _insert_frames(piece)
+        else:
+            assert piece.bg_start is not None  # a piece without an insert is background
+            frames = self._background(piece.bg_start, piece.length)
         for frame in frames:
             self._encode(frame)
 
@@ -359,6 +365,13 @@ def _grid_frames(bg: Background) -> Iterator[tuple[int, Any]]:
         container.close()
 
 
+def _stamp(value: int | None) -> int:
+    """A background packet's or decoded frame's pts / dts: the background's H.264 packets all carry
+    them (GopPackets finds its GOPs by pts)."""
+    assert value is not None, "a background packet without a timestamp"
+    return value
+
+
 class _CopyWriter:
     """Copies whole background GOPs; re-encodes cut GOPs' kept frames and inserts in runs."""
 
@@ -382,7 +395,8 @@ class _CopyWriter:
             for frame in _insert_frames(piece):
                 self._encode(frame)
             return
-        a, b = piece.bg_start, piece.bg_start + piece.length  # type: ignore[operator]
+        assert piece.bg_start is not None  # a piece without an insert is background
+        a, b = piece.bg_start, piece.bg_start + piece.length
         g = max(0, bisect_right(self.bounds, a) - 1)
         while g < len(self.bounds) - 1 and self.bounds[g] < b:
             start, end = self.bounds[g], self.bounds[g + 1]
@@ -403,8 +417,8 @@ class _CopyWriter:
         for k, packet in enumerate(packets):
             if k == 0:  # every copied keyframe carries its SPS/PPS: a decoder that seeks there may
                 packet = self._with_params(packet)  # still hold a re-encoded run's (same ids)
-            packet.pts += shift
-            packet.dts += shift
+            packet.pts = _stamp(packet.pts) + shift
+            packet.dts = _stamp(packet.dts) + shift
             packet.stream = self.stream
             self.container.mux(packet)
         n = self.bounds[g + 1] - start
@@ -419,7 +433,7 @@ class _CopyWriter:
         packets = self.packets.gop(g, keep=True)
         clean, highest = 0, -1
         for i, packet in enumerate(packets):
-            highest = max(highest, (packet.pts - self.bg.first_pts) // self.bg.ticks)
+            highest = max(highest, (_stamp(packet.pts) - self.bg.first_pts) // self.bg.ticks)
             if highest >= stop:
                 break
             if highest == start + i:
@@ -430,7 +444,7 @@ class _CopyWriter:
         shift = self._tick(self.out) - (self.bg.first_pts + start * self.bg.ticks)
         for k, packet in enumerate(packets[:clean]):
             fresh = self._with_params(packet, always_new=True) if k == 0 else packet_copy(packet)
-            fresh.pts, fresh.dts = packet.pts + shift, packet.dts + shift
+            fresh.pts, fresh.dts = _stamp(packet.pts) + shift, _stamp(packet.dts) + shift
             fresh.stream = self.stream
             self.container.mux(fresh)
         self.out += clean
@@ -457,7 +471,7 @@ class _CopyWriter:
         packets = self.packets.gop(g, keep=True)
         for packet in [*packets, None]:
             for frame in decoder.decode(packet):
-                i = (frame.pts - self.bg.first_pts) // self.bg.ticks
+                i = (_stamp(frame.pts) - self.bg.first_pts) // self.bg.ticks
                 if a <= i < b:
                     frames[i] = frame
             while a in frames:  # encode in display order as soon as the next frame is there

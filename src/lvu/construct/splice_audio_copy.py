@@ -17,6 +17,7 @@ re-encoded sample-exactly (lvu.construct.splice_audio.AudioTrack), as `exact_aud
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -81,7 +82,9 @@ class _PacketReader:
     """The background's AAC packets by number, read in order (a smaller number seeks back)."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.container, self.iterator, self.next = path, None, None, 0
+        self.path, self.next = path, 0
+        self.container: Any = None  # av's InputContainer, while open
+        self.iterator: Iterator[av.Packet] | None = None
 
     def get(self, j: int) -> bytes:
         if self.container is None or j < self.next:
@@ -89,7 +92,8 @@ class _PacketReader:
             self.container, _ = _open(self.path)
             stream = self.container.streams.audio[0]
             self.iterator, self.next = (p for p in self.container.demux(stream) if p.size), 0
-        for packet in self.iterator:  # type: ignore[union-attr]
+        assert self.iterator is not None  # opened with the container
+        for packet in self.iterator:
             self.next += 1
             if self.next - 1 == j:
                 return bytes(packet)
@@ -131,7 +135,7 @@ class CopyAudioTrack(AudioTrack):
                     plan[k] = j
         return plan
 
-    def _signal(self, x0: int, n: int, total: int, cache: dict) -> np.ndarray:
+    def _signal(self, x0: int, n: int, total: int, cache: dict[int, np.ndarray]) -> np.ndarray:
         """Output samples x0..x0+n-1 as the copied packets imply them: background spans moved by
         their grid offsets, inserts exact, silence outside the video."""
         out = np.zeros((self.fmt.channels, n), np.float32)
@@ -152,10 +156,12 @@ class CopyAudioTrack(AudioTrack):
     def _produce(self) -> None:
         try:
             total = self.sample_at(self.pieces[-1].out_end) if self.pieces else 0
-            plan, k, cache = self._plan(total), 0, {}
+            plan, k = self._plan(total), 0
+            cache: dict[int, np.ndarray] = {}
             while k < len(plan) and not self.stop:
-                if plan[k] is not None:
-                    packet = av.Packet(self.reader.get(plan[k]))  # type: ignore[arg-type]
+                copied = plan[k]
+                if copied is not None:
+                    packet = av.Packet(self.reader.get(copied))
                     packet.pts = packet.dts = k * FRAME
                     packet.duration, packet.time_base = FRAME, Fraction(1, self.fmt.rate)
                     self.ready.put(packet)
@@ -174,7 +180,7 @@ class CopyAudioTrack(AudioTrack):
             self.source.close()
             self.reader.close()
 
-    def _encode_run(self, k0: int, k1: int, n: int, total: int, cache: dict) -> None:
+    def _encode_run(self, k0: int, k1: int, n: int, total: int, cache: dict[int, np.ndarray]) -> None:
         """Output packets k0..k1-1 from a fresh encoder, fed one packet's worth of signal before
         (its first packet is the encoder's priming) and after them, so both edges overlap cleanly."""
         encoder = av.CodecContext.create("aac", "w")

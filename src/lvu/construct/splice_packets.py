@@ -41,7 +41,7 @@ class GopPackets:
         self.container.seek(self.first_pts + self.keyframes[g] * self.ticks, stream=self.stream, backward=True)
         self.iterator, self.pending = self._packets(), None
         for p in self.iterator:  # land on g's keyframe (a seek may land earlier)
-            if p.is_keyframe and self.key_pts.get(p.pts) == g:
+            if p.is_keyframe and p.pts is not None and self.key_pts.get(p.pts) == g:
                 self.pending = p
                 break
         self.next_gop = g

@@ -174,6 +174,7 @@ def load_audio(video_path: str | Path) -> tuple[np.ndarray, float]:
         stream = container.streams.best("audio")
         if stream is None:
             raise LvuError(f"{path}: has no audio track — use its subtitles or --subtitles none")
+        assert isinstance(stream, av.AudioStream)  # what best("audio") finds
         video = container.streams.best("video")
         origin = _start(video) if video is not None else None
         resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)

@@ -226,9 +226,10 @@ def place(parts: list[Part], clips: list[Audio], mode: str) -> list[Part]:
     time order, as `spans` makes them)."""
     if not clips:
         return list(parts)
-    frames = [i for i, p in enumerate(parts) if isinstance(p, Frame)]
+    times = {i: p.timestamp for i, p in enumerate(parts) if isinstance(p, Frame)}
+    frames = list(times)
     if mode == "interleave" and len(frames) == len(clips):
-        by_time = sorted(frames, key=lambda i: parts[i].timestamp)  # type: ignore[union-attr]
+        by_time = sorted(frames, key=lambda i: times[i])
         after = {i: clip for i, clip in zip(by_time, clips)}
         out: list[Part] = []
         for i, p in enumerate(parts):

@@ -149,6 +149,7 @@ def _decoded(container, stream, path, landed: list, counter: list[int] | None = 
             else:
                 run = 0
             if last:
+                assert drain is not None  # `last` is only ever set from a drain
                 frames = [*frames, *cc.decode(None)]
                 drain.done = True
             for frame in frames:

@@ -162,7 +162,9 @@ class _BackendReader(VideoReader):
         self._count[0] += len(numbers)
         return {t: (self._finish(a, rs), t) for t, a in zip(targets, arrays)}
 
-    _fetch_keyframes = _fetch
+    def _fetch_keyframes(self, keys: list[int], rs: Resize | None) -> dict[int, tuple[np.ndarray, int]]:
+        """Keyframes are read like any frame: these backends decode by frame number."""
+        return _BackendReader._fetch(self, keys, rs)
 
     def _finish(self, arr: np.ndarray, rs: Resize | None) -> np.ndarray:
         """Resize a displayed frame (PyAV swscale, bicubic) with VideoReader's size rules."""

@@ -165,9 +165,15 @@ def _measure(method: str, path: Path, indices: list[int], fps: float, cache_dir:
     return cell
 
 
+def _seconds(cell: Cell) -> float:
+    """The time of a cell without an error: every such cell was measured (see `_measure`)."""
+    assert cell.seconds is not None, "a cell without an error has its time"
+    return cell.seconds
+
+
 def _median(cells: list[Cell]) -> Cell:
     """The run of median time (the lower middle one for an even count); the first error if all failed."""
-    good = sorted((c for c in cells if c.error is None), key=lambda c: c.seconds)
+    good = sorted((c for c in cells if c.error is None), key=_seconds)
     return good[(len(good) - 1) // 2] if good else cells[0]
 
 
@@ -203,7 +209,7 @@ def run(*, minutes: Sequence[float] = FULL_MINUTES, gops: Sequence[int] = FULL_G
         videos = [BenchVideo(QUICK_SECONDS, 250, QUICK_SIZE)]
         ns = list(QUICK_NS) if tuple(ns) == FULL_NS else list(ns)
     else:
-        videos = [BenchVideo(round(m * 60), g, tuple(size)) for m in minutes for g in gops]
+        videos = [BenchVideo(round(m * 60), g, (size[0], size[1])) for m in minutes for g in gops]
     usable, notes = available_methods()
     chosen = [m for m in (methods or usable) if m in usable]
     unknown = [m for m in (methods or []) if m not in METHODS]
@@ -223,7 +229,7 @@ def run(*, minutes: Sequence[float] = FULL_MINUTES, gops: Sequence[int] = FULL_G
                 for attempt in range(max(1, repeat)):  # methods interleaved: load changes hit them alike
                     for method in chosen:
                         done = runs[method]
-                        if attempt and (done[0].error or done[0].seconds > REPEAT_UNDER or method == "lvu cache miss"):
+                        if attempt and (done[0].error or _seconds(done[0]) > REPEAT_UNDER or method == "lvu cache miss"):
                             continue  # (a second cache miss would be a hit)
                         cache = tmp if method.startswith("lvu cache") else None
                         if method == "lvu cache hit" and "lvu cache miss" not in chosen and not done:
@@ -266,10 +272,10 @@ def table(res: Results, video: BenchVideo) -> str:
         secs = [(_fmt(c.seconds) if c and c.error is None else f"error: {c.error}" if c else "n/a") for c in cells]
         last = cells[-1]
         ok = [c for c in cells if c is not None and c.error is None]
-        if m in APPROXIMATE:
-            exact = f"≈ off by <= {max(c.max_off for c in ok)} frames" if ok else "n/a"
+        if m in APPROXIMATE:  # (max_off / wrong: set on every cell without an error, _measure)
+            exact = f"≈ off by <= {max(c.max_off or 0 for c in ok)} frames" if ok else "n/a"
         else:
-            exact = f"{sum(c.wrong for c in ok)} wrong of {sum(res.ns)}" if ok else "n/a"
+            exact = f"{sum(c.wrong or 0 for c in ok)} wrong of {sum(res.ns)}" if ok else "n/a"
         counts = ", ".join(f"{c.decoded} / {c.minimum}" for c in ok if c.decoded is not None) or "—"
         lines.append("| " + " | ".join([m, *secs, _fmt(last.rss_mb if last else None, 0),
                                         _fmt(last.cpu if last else None, 1), exact, counts]) + " |")
@@ -323,7 +329,7 @@ def ratios(res: Results) -> list[tuple[str, str, str]]:
         ratio(f"lvu exact (cold) / cache hit @N={n}", _secs(res, video, n, "lvu exact"),
               _secs(res, video, n, "lvu cache hit"), lambda r: r >= hit_ratio, f">= {hit_ratio}x")
     c = res.get(video, n256, "lvu exact")
-    if c is not None and c.rss_mb is not None:
+    if c is not None and c.rss_mb is not None and c.cpu is not None:  # (measured together)
         out.append((f"{video.label}: lvu exact peak RSS @N={n256}", f"{c.rss_mb:.0f} MB",
                     ("met" if c.rss_mb < 1024 else "MISSED") + " (target < 1024 MB)"))
         cpu_verdict = ("for reference (target none with --quick; both cores on the 60-min videos)" if quick else
@@ -333,11 +339,13 @@ def ratios(res: Results) -> list[tuple[str, str, str]]:
     for v in res.videos:  # lvu exact against the exact floor, on every video
         for n in sorted({_near(res, f) for f in FLOOR_NS}):
             lvu = res.get(v, n, "lvu exact")
-            ok = lvu is not None and lvu.error is None and lvu.decoded is not None
-            ratio(f"lvu exact decoded frames / minimum @N={n}", lvu.decoded if ok else None, lvu.minimum if ok else None,
+            ok = lvu if lvu is not None and lvu.error is None and lvu.decoded is not None else None
+            ratio(f"lvu exact decoded frames / minimum @N={n}", ok.decoded if ok else None, ok.minimum if ok else None,
                   within, f"<= {FLOOR_TARGET}x", digits=2, of=v)
+            target: tuple[Callable[[float], bool] | None, str] = (
+                reference(f"<= {FLOOR_TARGET}x") if quick else (within, f"<= {FLOOR_TARGET}x"))
             ratio(f"lvu exact / exact floor time @N={n}", _secs(res, v, n, "lvu exact"), _secs(res, v, n, "exact floor"),
-                  *(reference(f"<= {FLOOR_TARGET}x") if quick else (within, f"<= {FLOOR_TARGET}x")), digits=2, of=v)
+                  *target, digits=2, of=v)
     return out
 
 

@@ -69,13 +69,13 @@ def _resize_spec(resize: int | Resize | None) -> dict[str, Any] | None:
 def _decoder_id(backend: str = "pyav") -> str:
     import av
 
-    import lvu
+    from lvu.version import __version__
 
     if backend != "pyav":  # other decoders (lvu.media.backends) key their own entries
         from lvu.media.backends import backend_version
 
-        return f"{backend_version(backend)}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
-    return f"pyav-{av.__version__}/lvu-{lvu.__version__}/fmt{FORMAT_VERSION}"
+        return f"{backend_version(backend)}/lvu-{__version__}/fmt{FORMAT_VERSION}"
+    return f"pyav-{av.__version__}/lvu-{__version__}/fmt{FORMAT_VERSION}"
 
 
 # ---- the cache --------------------------------------------------------------------------------------

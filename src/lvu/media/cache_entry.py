@@ -40,7 +40,7 @@ def _encode(batch: FrameBatch, encoding: str) -> tuple[bytes, list[bytes | memor
             raise ValueError(f"frame of shape {arr.shape} is not RGB HxWx3")
         shapes.append(list(arr.shape))
         if encoding == "raw":
-            blobs.append(memoryview(arr).cast("B"))
+            blobs.append(arr.data.cast("B"))
         else:
             from PIL import Image
 
@@ -118,9 +118,9 @@ def _read_open_entry(f: Any, st: os.stat_result) -> FrameBatch:
     if 12 + hlen + total != st.st_size:
         raise _Corrupt("truncated or padded")
     payload = np.empty(total, np.uint8)
-    if f.readinto(memoryview(payload)) != total:
+    if f.readinto(payload.data) != total:
         raise _Corrupt("short read")
-    if zlib.crc32(payload) != header.get("crc32"):
+    if zlib.crc32(payload.data) != header.get("crc32"):
         raise _Corrupt("checksum mismatch")
     try:
         return _decode_payload(header, payload)

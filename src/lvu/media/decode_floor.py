@@ -103,7 +103,7 @@ def required_positions(table: PacketTable, targets: list[int]) -> np.ndarray:
     last_in_gop: dict[int, int] = {}
     for t in set(int(x) for x in targets):
         d = table.position(t)
-        k = int(keypos[max(0, np.searchsorted(keypos, d, side="right") - 1)])
+        k = int(keypos[max(0, int(np.searchsorted(keypos, d, side="right")) - 1)])
         last_in_gop[k] = max(last_in_gop.get(k, d), d)
         need[d] = True
     for k, d in last_in_gop.items():

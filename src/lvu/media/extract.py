@@ -9,6 +9,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def extract_frames(video: str | Path, plan: str, out_dir: str | Path, *, approxi
     frames = []
     for i, (img, pts, number) in enumerate(zip(batch.data, batch.pts_seconds, batch.indices)):
         name = f"frame_{i:04d}.{fmt}"
-        options = {"quality": 95} if fmt == "jpg" else {"compress_level": PNG_LEVEL}
+        options: dict[str, Any] = {"quality": 95} if fmt == "jpg" else {"compress_level": PNG_LEVEL}
         Image.fromarray(np.ascontiguousarray(img)).save(out / name, **options)
         frames.append({"index": i, "pts": float(pts), "frame": int(number), "file": name})
     height, width = batch.data[0].shape[:2] if batch.data else (info.height, info.width)

@@ -22,7 +22,7 @@ Short videos: each formula is followed as written, so only `vlmevalkit` can repe
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, TypeAdapter, ValidationError
@@ -231,7 +231,7 @@ def _num(x: float) -> str:
 def parse_plan(spec: str | dict | _Plan) -> SamplingPlan:
     """A plan from its string form ('uniform:32', 'fps:0.5:max=64', ...) or its dict form."""
     if isinstance(spec, _Plan):
-        return spec
+        return cast("SamplingPlan", spec)  # every _Plan class is one of SamplingPlan's members
     if isinstance(spec, dict):
         try:
             return _ADAPTER.validate_python(spec)

@@ -149,7 +149,7 @@ def _vtt_cues(path: Path, text: str, _duration: float | None) -> list[tuple[floa
     if bad:
         raise _broken(path, "WebVTT", f"line {bad[0]}: bad cue timing {bad[1].strip()[:45]!r}")
     try:
-        captions = webvtt.from_string(text)
+        captions = webvtt.from_string(text).captions
     except Exception as e:  # webvtt raises MalformedFileError and friends
         raise _broken(path, "WebVTT", str(e) or type(e).__name__) from None
     # caption.start_in_seconds is a truncated int (3.5 -> 3): parse the "HH:MM:SS.mmm" string.
@@ -194,7 +194,8 @@ def _json_cues(path: Path, text: str, duration: float | None) -> list[tuple[floa
 def _item_lines(text: str) -> list[int]:
     """The line each item of a top-level JSON list starts on (as far as it reads; [] for another
     shape), to name a bad cue's line."""
-    decoder, lines = json.JSONDecoder(), []
+    decoder = json.JSONDecoder()
+    lines: list[int] = []
     i = len(text) - len(text.lstrip())
     if text[i:i + 1] != "[":
         return lines

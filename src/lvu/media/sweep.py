@@ -15,7 +15,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from lvu.media.av_io import _decoded, _Drain
 from lvu.media.gop_runs import SEEK_COST_FRAMES
 
 if TYPE_CHECKING:
-    from lvu.media.av_io import Resize
+    from lvu.media.av_io import Resize, _Skip
+    from lvu.media.frame_index import _Index
 
 _MAX_RESEEKS = 8
 
@@ -33,17 +34,17 @@ _MAX_RESEEKS = 8
 class _Cursor:
     """The decoder's position: the live frame iterator since the last seek."""
 
-    frames: Iterator
+    frames: Iterator[Any]
     key_i: int
     """Keyframe (index into the keyframe list) this sweep was asked to start from."""
     pos: int
     """pts of the last frame taken (keyframe pts - 1 right after a seek)."""
-    landed: list = field(default_factory=list)
+    landed: list[int | None] = field(default_factory=list)
     taken: int = 0
-    prev: tuple | None = None  # (frame, pts) of the last frame taken
-    pending: tuple | None = None  # (frame, pts) decoded past the previous target, for the next one
+    prev: tuple[Any, int] | None = None  # (frame, pts) of the last frame taken
+    pending: tuple[Any, int] | None = None  # (frame, pts) decoded past the previous target, for the next one
     reseeks: int = 0
-    segment: tuple = ()
+    segment: tuple[int, ...] = ()
     """The targets this cursor serves (re-armed after a re-seek)."""
     drain: _Drain = field(default_factory=_Drain)
     """Targets after whose packets the decoder is drained (the segment's end; see av_io._Drain)."""
@@ -51,6 +52,21 @@ class _Cursor:
 
 class ExactSweep:
     """VideoReader's exact decoding of sorted, distinct target pts (mixed into VideoReader)."""
+
+    # What VideoReader (lvu.media.video) supplies: its file, frame table, decoder and counters.
+    path: str
+    _index: _Index
+    _skip: _Skip | None
+    _drain_last: bool
+    _cursor: _Cursor | None
+    _container: Any  # av's InputContainer (PyAV's types are partial)
+    _stream: Any
+    _count: list[int]
+    _sent: list[tuple[int, str]] | None
+
+    if TYPE_CHECKING:
+        def _seek_to(self, ki: int, hard: bool = False) -> None: ...
+        def _to_array(self, frame: Any, rs: Resize | None) -> np.ndarray: ...
 
     def _decode(self, targets: list[int], rs: Resize | None) -> dict[int, tuple[np.ndarray, int]]:
         """Sweep forward over sorted target pts: target -> (array, pts of the frame shown).
@@ -103,7 +119,7 @@ class ExactSweep:
         self._seek_to(ki, hard=reseeks > 0)
         if self._skip is not None:
             self._skip.seeked(self._index.keys[ki])
-        landed: list = []
+        landed: list[int | None] = []
         drain = _Drain(set(segment))
         frames = _decoded(self._container, self._stream, self.path, landed, self._count, self._skip, drain,
                           self._sent)
@@ -111,8 +127,9 @@ class ExactSweep:
                                segment=tuple(segment))
         return self._cursor
 
-    def _advance(self, cur: _Cursor, t: int) -> tuple:
+    def _advance(self, cur: _Cursor, t: int) -> tuple[Any, int]:
         """Decode up to target pts `t`; return (frame, pts) of the frame shown at `t`."""
+        item: tuple[Any, int] | None
         while True:
             if cur.pending is not None:
                 item, cur.pending = cur.pending, None
@@ -125,9 +142,9 @@ class ExactSweep:
                     # step back a GOP; from the first GOP, reopen the file.
                     cur = self._seek(max(0, cur.key_i - 1), cur.reseeks + 1, cur.segment)
                     continue
-                if cur.prev is None and item is None:
-                    raise VideoError(f"{self.path}: no frame could be decoded — the file is corrupt or truncated")
                 if cur.prev is None:  # the target precedes every decodable frame
+                    if item is None:
+                        raise VideoError(f"{self.path}: no frame could be decoded — the file is corrupt or truncated")
                     cur.prev, cur.pos = item, item[1]
                 elif item is not None:
                     cur.pending = item
@@ -136,7 +153,7 @@ class ExactSweep:
             if item[1] == t:
                 return item
 
-    def _frame_pts(self, frame, cur: _Cursor) -> int:
+    def _frame_pts(self, frame: Any, cur: _Cursor) -> int:
         cur.taken += 1
         pts = self._index.pts
         if not self._index.counted and frame.pts is not None:

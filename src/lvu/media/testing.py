@@ -89,7 +89,7 @@ def marker_corner(frame: np.ndarray) -> str:
         "br": frame[-(h // 8) :, -(w // 8) :],
     }
     redness = {k: float(v[..., 0].mean()) - float(v[..., 1].mean()) for k, v in corners.items()}
-    return max(redness, key=redness.get)
+    return max(redness, key=lambda corner: redness[corner])
 
 
 def make_video(
@@ -247,12 +247,13 @@ def make_video_with_audio(
             # whole 1024-sample AAC frames, so the encoder never merges the end of one clip
             # with the start of the next (which would shift the next clip's timestamps)
             samples = np.pad(samples, (0, -len(samples) % 1024))
+            assert aus is not None  # there are clips, so there is an audio track
             for k in range(0, len(samples), 1024):
-                frame = av.AudioFrame.from_ndarray(samples[None, k : k + 1024], format="fltp", layout="mono")
-                frame.sample_rate = sample_rate
-                frame.pts = first + k
-                frame.time_base = Fraction(1, sample_rate)
-                out.mux(aus.encode(frame))
+                chunk = av.AudioFrame.from_ndarray(samples[None, k : k + 1024], format="fltp", layout="mono")
+                chunk.sample_rate = sample_rate
+                chunk.pts = first + k
+                chunk.time_base = Fraction(1, sample_rate)
+                out.mux(aus.encode(chunk))
         if aus is not None:
             out.mux(aus.encode(None))
     return path

@@ -187,16 +187,16 @@ class VideoReader(ExactSweep):
         self.path = str(path)
         self.approximate = approximate
         self._threads, self._count, self._cursor = threads, [0], None
-        self._sent: list | None = [] if record_packets else None
+        self._sent: list[tuple[int, str]] | None = [] if record_packets else None
         self._drain_last = False
         self._skip: _Skip | None = None
         self._twins: list[VideoReader | None] = []  # extra decoders for parallel calls (opened lazily)
         self._pool: ThreadPoolExecutor | None = None
         self._container, self._stream = _open(path)
         try:
-            self._index = idx = cached_index(self.path) if index_cache else None
+            idx = cached_index(self.path) if index_cache else None
             if idx is None:  # one demux pass, then the first frame: rotation, and proof that it decodes
-                self._index = idx = _build_index(self._container, self._stream, self.path)
+                idx = _build_index(self._container, self._stream, self.path)
                 self._rewind()
                 idx.rotation = _rotation(_first_frame(self._container, self._stream, self.path))
                 idx.counted = idx.counted and (bool(self._stream.codec_context.has_b_frames) or not idx.timed)
@@ -204,6 +204,7 @@ class VideoReader(ExactSweep):
                     store_index(self.path, idx)
             else:
                 self._configure()  # a fresh container, still at the start
+            self._index = idx
             fps = _rate(self._stream)
             self._tb = Fraction(self._stream.time_base or Fraction(1, 90000))
             if not idx.timed:  # frame i is shown at i / fps

@@ -379,12 +379,12 @@ class Gemini(Model):
                 http["base_url"] = self.base_url
             if self._httpx_client_factory is not None:  # tests: an httpx client with a mock transport
                 http["httpx_async_client"] = self._httpx_client_factory()
-            http = types.HttpOptions(**http)
+            options = types.HttpOptions(**http)
             if self.vertexai:
                 self._client = genai.Client(vertexai=True, project=self.project, location=self.location,
-                                            http_options=http)
+                                            http_options=options)
             else:
-                self._client = genai.Client(api_key=self._key, http_options=http)
+                self._client = genai.Client(api_key=self._key, http_options=options)
             self._loop = loop
             self._uploads.clear()  # locks and uploads were made on the old loop's client
             self._upload_locks.clear()

@@ -189,7 +189,7 @@ class HFModel(Model):
         if not device_map:
             device = str(self.args.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
             try:
-                model.to(device)
+                model.to(device)  # type: ignore[arg-type]  # transformers' @wraps(Module.to) stub wants the model again
             except (RuntimeError, AssertionError) as e:
                 raise LvuError(f"hf: cannot move the model to {device!r}: {_first_line(e)}") from None
         self.model = model.eval()

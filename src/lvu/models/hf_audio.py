@@ -34,11 +34,12 @@ def load_omni_parts(model_id: str, config: Any, trust: bool, extra: dict[str, An
     images = AutoImageProcessor.from_pretrained(model_id, trust_remote_code=trust, **extra)
     ids = {name: getattr(config, f"{name}_token_id", None) or getattr(config, f"{name}_token_index", None)
            for name in ("image", "audio")}
-    if None in ids.values():
+    image_id, audio_id = ids["image"], ids["audio"]
+    if image_id is None or audio_id is None:
         raise LvuError(f"hf: the config of {model_id!r} names no image/audio token ids")
-    return {"tokenizer": tokenizer, "features": features, "images": images, "image_id": ids["image"],
-            "image_token": tokenizer.convert_ids_to_tokens(ids["image"]), "audio_id": ids["audio"],
-            "audio_token": tokenizer.convert_ids_to_tokens(ids["audio"])}
+    return {"tokenizer": tokenizer, "features": features, "images": images, "image_id": image_id,
+            "image_token": tokenizer.convert_ids_to_tokens(image_id), "audio_id": audio_id,
+            "audio_token": tokenizer.convert_ids_to_tokens(audio_id)}
 
 
 def encode_omni(parts: dict[str, Any], text: str, images: list[Any], audios: list[Any], special: bool,
@@ -48,7 +49,7 @@ def encode_omni(parts: dict[str, Any], text: str, images: list[Any], audios: lis
 
     out: dict[str, Any] = {}
     image_token, audio_token = parts["image_token"], parts["audio_token"]
-    counts = {image_token: [], audio_token: []}
+    counts: dict[str, list[int]] = {image_token: [], audio_token: []}
     if images:
         feats = parts["images"](images=images, return_tensors="pt")
         merge = int(parts["images"].merge_size) ** 2

@@ -232,7 +232,7 @@ _RELATION = re.compile(r"\b(before|after|then|followed by|earlier than|later tha
 
 def question_times(question: str) -> list[float]:
     """Seconds of every 'MM:SS' or 'H:MM:SS' in the question."""
-    out = []
+    out: list[float] = []
     for a, b, c in _TIME.findall(question):
         out.append(int(a) * 3600 + int(b) * 60 + int(c) if c else int(a) * 60 + int(b))
     return out
@@ -320,11 +320,10 @@ def _by_count(phrase: str, options: list[str], ev: Evidence) -> Choice:
     """The option whose number is closest to the separate appearances of the phrase."""
     everyone = list(range(len(options)))
     seen = ev.runs(phrase)
-    numbers = [option_number(o) for o in options]
-    valid = [i for i in everyone if numbers[i] is not None]
-    if not seen or not valid:
+    numbers = {i: n for i, n in enumerate(option_number(o) for o in options) if n is not None}
+    if not seen or not numbers:
         return None, everyone
-    return min(valid, key=lambda i: (abs(numbers[i] - seen), i)), everyone
+    return min(numbers, key=lambda i: (abs(numbers[i] - seen), i)), everyone
 
 
 def _by_order(pairs: list[tuple[str, str] | None], ev: Evidence) -> Choice:

@@ -87,7 +87,7 @@ def encode_jpeg(image: Any, *, quality: int = 90, max_side: int | None = None) -
     img = Image.fromarray(as_rgb(image))
     if max_side and max(img.size) > max_side:
         scale = max_side / max(img.size)
-        img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.BICUBIC)
+        img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.BICUBIC)
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=int(quality))
     return base64.b64encode(buf.getvalue()).decode("ascii")

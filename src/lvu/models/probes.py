@@ -37,7 +37,7 @@ import numpy as np
 from lvu.args import as_int
 from lvu.errors import LvuError
 from lvu.models.base import MODELS, Model, register_model
-from lvu.types import Frame, Prompt, Response, Subtitle, Text, as_rgb
+from lvu.types import Frame, Part, Prompt, Response, Text, as_rgb
 
 
 def split_role_args(args: dict[str, Any], role: str, *, required: bool = True) -> tuple[str | None, dict[str, Any]]:
@@ -322,7 +322,7 @@ class Socratic(Model):
         """The prompt with every frame replaced by its timed caption line."""
         frames = [p for p in prompt.parts if isinstance(p, Frame)]
         captions = iter(await asyncio.gather(*(self.caption(f) for f in frames)))
-        parts: list[Text | Subtitle] = []
+        parts: list[Part] = []
         for p in prompt.parts:
             if isinstance(p, Frame):
                 parts.append(Text(text=f"[{clock(p.timestamp)}] {next(captions)}"))

@@ -249,7 +249,7 @@ class FakeOpenAIServer:
         return True
 
     def _completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
-        text = self.answer(body) if callable(self.answer) else self.answer
+        text: str | None = self.answer(body) if callable(self.answer) else self.answer
         finish, refusal = "stop", None
         if fault == "empty":
             text = ""
@@ -299,7 +299,8 @@ def content_parts(body: dict[str, Any]) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     user = [m for m in body.get("messages") or [] if m.get("role") == "user"]
     content = user[-1].get("content") if user else None
-    for part in content if isinstance(content, list) else [{"type": "text", "text": content or ""}]:
+    parts: list[dict[str, Any]] = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+    for part in parts:
         kind = part.get("type")
         if kind == "input_audio" and part["input_audio"].get("format", "wav") == "wav":
             rate, samples = wav_samples(part["input_audio"]["data"])

@@ -5,6 +5,9 @@ decode into the shared frame cache; prefetched ahead of the model into a bounded
 (bounded async concurrency; batching backends get batches) -> extract -> score -> store (committed at
 once). One display shows each stage's progress (lvu/progress.py). The first Ctrl-C stops taking new
 samples and lets the ones in the model finish (for `interrupt_grace` seconds); the second abandons them.
+`Engine` is the local executor's inner pipeline; everything around the run (store, resume, status,
+summary) is the lifecycle both executors share (lvu.runs.lifecycle). `resolve_spec` makes the run's
+spec (so its id) from names or Benchmark / Model objects.
 """
 
 from __future__ import annotations
@@ -15,20 +18,17 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import lvu
-from lvu.benchmarks.base import Benchmark, Breakdown
+from lvu.benchmarks.base import BENCHMARKS, Benchmark
 from lvu.errors import LvuError, SubtitleError
 from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
 from lvu.models.base import MODELS, Model, check_audio
-from lvu.runs.regrade import regrade_reused
-from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, digest_for, loaded_digests, reusable_ids
-from lvu.runs.asr_use import warn_if_asr_unused
+from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, digest_for, loaded_digests, resolve_paths
 from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ONLY_SETTINGS: imported from here too)
     RUN_ONLY_SETTINGS,
     benchmark_of,
@@ -36,77 +36,23 @@ from lvu.runs.grading import (  # noqa: F401  (benchmark_of, score_saved, RUN_ON
     make_benchmark,
     score_saved,
 )
-from lvu.runs.run_names import no_answers, unreadable_note
-from lvu.runs.data_errors import bad_record_result, data_error_note, mark_data_error, stored_data_errors
-from lvu.runs.summaries import code_stamp, run_tables
-from lvu.runs.tracebacks import traceback_text, traced_failures
-from lvu.runs.unreadable import unreadable_in_scope
-from lvu.runs.judging import judge_env, judge_sample
-from lvu.runs.pipeline import (
-    DECODE_MODES,
-    DecodeMode,
-    Prepared,
-    ProcessDecoder,
-    StoreFailed,
-    model_batch_size,
-    ready_models,
-    run_pipeline,
-    store_failed,
+from lvu.runs.data_errors import mark_data_error
+from lvu.runs.lifecycle import (  # noqa: F401  (RunSummary, RunInterrupted, in_scope: imported from here too)
+    RunInterrupted,
+    RunSummary,
+    execute,
+    in_scope,
+    run_stages,
 )
+from lvu.runs.options import RunOptions
+from lvu.runs.tracebacks import traceback_text
+from lvu.version import __version__
+from lvu.runs.judging import judge_sample
+from lvu.runs.pipeline import DecodeMode, Prepared, ProcessDecoder, model_batch_size, ready_models, run_pipeline
 from lvu.progress import PipelineProgress
 from lvu.runs.store import Store
-from lvu.runs.store_files import StoreWriteError
 from lvu.scoring.judges import Judge
 from lvu.types import Frame, Prompt, RunSpec, Sample, SampleResult, Subtitle, VideoMeta
-
-
-@dataclass
-class RunSummary:
-    run_id: str
-    spec: RunSpec
-    n_total: int
-    n_done_before: int
-    n_failed: int
-    tables: list[Breakdown]
-    results_dir: Path
-    report_path: Path | None = None
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    interrupted: bool = False
-    """Stopped by Ctrl-C before every sample was done (the stored ones are kept; rerun to resume)."""
-    stage_utilisation: dict[str, float] = field(default_factory=dict)
-    """Per pipeline stage, the fraction of its slot-time spent on samples (1 - idle)."""
-    n_benchmark: int | None = None
-    """The benchmark's sample count; more than `n_total` when `--limit` ran only some of them."""
-    sample_ids: list[str] = field(default_factory=list)
-    """The samples this invocation covers (the first `limit`, and records that could not be read):
-    `tables` aggregate their stored results, and so does the run's report (lvu.api). Set by `finish_run`."""
-    unreadable_note: str | None = None
-    """How many replies of `sample_ids` held no readable answer, two of them, the likely causes (run_names)."""
-    n_unreadable: int = 0
-    traced: list[str] = field(default_factory=list)
-    """Failed samples of `sample_ids` whose record keeps a traceback; `first_traceback` is the first one's."""
-    first_traceback: str | None = None
-    data_error_note: str | None = None
-    """'3 data errors left out of the score (fix the data: lvu data check ...)', or None (runs/data_errors.py)."""
-
-    @property
-    def limited(self) -> bool:
-        return self.n_benchmark is not None and self.n_total < self.n_benchmark
-
-    @property
-    def no_answers(self) -> str | None:
-        """'no answers (8 of 8 failed)' when every sample failed (then there is no score), else None."""
-        return no_answers(self.n_total - self.n_failed, self.n_failed)
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Raised by `run_local()` (so by `lvu.api.run`) after a clean stop on Ctrl-C; says what is
-    stored and how to resume."""
-
-    def __init__(self, summary: RunSummary, n_stored: int) -> None:
-        self.summary = summary
-        super().__init__(f"interrupted — {n_stored} of {summary.n_total} samples of run {summary.run_id} are "
-                         "done and stored; run the same command again to resume")
 
 
 def environment(model: Model) -> dict[str, Any]:
@@ -114,7 +60,7 @@ def environment(model: Model) -> dict[str, Any]:
     import av
 
     return {
-        "lvu": lvu.__version__,
+        "lvu": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "decoder": f"pyav {av.__version__}",
@@ -122,32 +68,79 @@ def environment(model: Model) -> dict[str, Any]:
     }
 
 
-def make_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+def make_spec(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
               model_args: dict[str, Any] | None = None, asr: bool = False) -> tuple[RunSpec, Benchmark, Model]:
-    """Resolve names and settings; the spec holds the *effective* settings so the run id changes
-    whenever anything that affects results changes."""
+    """Resolve names (or objects) and settings; the spec holds the *effective* settings so the run
+    id changes whenever anything that affects results changes."""
     spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
-    return spec, bench, model_cls(**(model_args or {}))
+    return spec, bench, model if isinstance(model, Model) else model_cls(**(model_args or {}))
 
 
-def resolve_spec(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
+def resolve_spec(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
                  model_args: dict[str, Any] | None = None, asr: bool = False) -> tuple[RunSpec, Benchmark, type[Model]]:
     """`make_spec` without building the model (the Ray executor builds it on its replicas only).
     The spec's paths are absolute and it carries the data's fingerprint (runs/identity.py), so
-    other or edited data is another run; this reads the benchmark's samples (`bench.loaded()`)."""
+    other or edited data is another run; this reads the benchmark's samples (`bench.loaded()`).
+    A Benchmark or Model object makes the spec its registry name and settings (arguments) make:
+    the same run id as the run given by name."""
     _load_models()
-    bench = make_benchmark(benchmark, settings)
-    model_cls = MODELS.get(model)
-    check_audio(model_cls, bench.audio_mode, benchmark)  # before weights load or a replica starts
+    name, bench = benchmark_object(benchmark, settings)
+    model_name, model_cls, given_args = model_parts(model, model_args)
+    check_audio(model_cls, bench.audio_mode, name)  # before weights load or a replica starts
     effective = {k: v for k, v in bench.settings.items() if k != "limit"}
-    args = {k: v for k, v in (model_args or {}).items() if k not in model_cls.run_neutral_args}
+    args = {k: v for k, v in given_args.items() if k not in model_cls.run_neutral_args}
     if (version := bench.data_version()) is not None:
         effective["data_version"] = version
     effective[FINGERPRINT_KEY] = data_fingerprint(*bench.loaded(), loaded_digests(bench))
     if asr:  # transcripts stand in for missing subtitles: a different input, so a different run
         effective["asr"] = True
-    spec = RunSpec(benchmark=benchmark, model=model, model_args=args, settings=effective)
+    spec = RunSpec(benchmark=name, model=model_name, model_args=args, settings=effective)
     return spec, bench, model_cls
+
+
+def benchmark_object(benchmark: str | Benchmark, settings: dict[str, Any] | None) -> tuple[str, Benchmark]:
+    """(registry name, benchmark) of a run: made from the name (as typed: an alias or module:Class
+    is what the spec stores) and settings, or the object given — its class registered, rebuilt with
+    its local paths made absolute as a name's settings are."""
+    if not isinstance(benchmark, Benchmark):
+        return benchmark, make_benchmark(benchmark, settings)
+    cls = type(benchmark)
+    if settings:
+        raise LvuError(f"settings= is for a benchmark name: the {cls.__name__} object has its own — "
+                       "set them when you make it")
+    _refuse_unregistered(cls, BENCHMARKS.get, "benchmark", "@register_benchmark(NAME)")
+    absolute = resolve_paths(benchmark.settings)
+    return cls.name, benchmark if absolute == benchmark.settings else cls(**absolute)
+
+
+def model_parts(model: str | Model, model_args: dict[str, Any] | None) -> tuple[str, type[Model], dict[str, Any]]:
+    """(registry name, class, arguments) of a run's model, named or given as an object (its class
+    registered; its arguments those it was made with, `Model.args`)."""
+    if not isinstance(model, Model):
+        return model, MODELS.get(model), dict(model_args or {})
+    cls = type(model)
+    if model_args:
+        raise LvuError(f"model_args= is for a model name: the {cls.__name__} object has its own — "
+                       "pass them when you make it")
+    _refuse_unregistered(cls, MODELS.get, "model", "@register_model(NAME)")
+    args = getattr(model, "args", None)
+    if not isinstance(args, dict):
+        raise LvuError(f"model {cls.__name__}: no `args` (its __init__ must call super().__init__(**args)) — "
+                       "a run's id is made of its model's arguments")
+    return cls.name, cls, dict(args)
+
+
+def _refuse_unregistered(cls: type[Benchmark] | type[Model], lookup: Callable[[str], type], kind: str,
+                         how: str) -> None:
+    """A one-line LvuError unless `cls` is the class its registry name resolves to (a run is
+    stored, resumed and reported by that name)."""
+    try:
+        ok = bool(cls.name) and lookup(cls.name) is cls
+    except LvuError:
+        ok = False
+    if not ok:
+        raise LvuError(f"{kind} class {cls.__module__}.{cls.__qualname__} is not registered — register it with "
+                       f"{how} (docs/plugins.md): a run is stored, resumed and reported by that name")
 
 
 def video_meta(sample: Sample) -> VideoMeta:
@@ -201,10 +194,7 @@ class Engine:
                  decode_workers: int = 2, frame_cache: FrameCache | None = None, asr: bool = False,
                  decode: DecodeMode = "threads", interrupt_grace: float = 10.0,
                  judge: Judge | None = None, llm_extract: bool = False) -> None:
-        if decode not in DECODE_MODES:
-            raise LvuError(f"decode={decode!r} is unknown — use threads or processes")
-        if decode == "processes" and frame_cache is None:
-            raise LvuError("decode=processes decodes into the frame cache — drop --no-cache or use --decode threads")
+        RunOptions(decode=decode, frame_cache=frame_cache is not None)  # the same one-line errors as `lvu run`
         self.bench, self.model, self.store = bench, model, store
         self.asr = asr
         if llm_extract and judge is None:
@@ -348,162 +338,56 @@ class Engine:
     async def run_sample(self, sample: Sample) -> SampleResult:
         return await self.answer_sample(await self.prepare_sample(sample))
 
-    # ---- the run ----------------------------------------------------------------------------------
+    # ---- the run: the lifecycle (lvu.runs.lifecycle) drives these -------------------------------------
 
     async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
                   show_progress: bool = True, env: dict[str, Any] | None = None) -> RunSummary:
         """Run (or resume) `spec`; `env` adds entries to the stored environment (e.g. a sweep tag)."""
-        samples, bad = self.bench.loaded()
-        ordinals = {s.id: i for i, s in enumerate(samples)}
-        if limit is not None:
-            samples = samples[:limit]
-        judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
-        # Before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
-        digests = loaded_digests(self.bench)  # hashed once with the fingerprint
-        stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples, digests)
-        check_audio(self.model, self.bench.audio_mode, spec.benchmark)  # before any call: never drop the sound
-        await ready_models(self.model, self.judge, fresh=fresh,
-                           model_has_work=any(s.id not in stored for s in samples))
-        run_id = self.store.begin_run(spec, {**environment(self.model), **judged, **(env or {})}, fresh=fresh)
-        self.store.set_total(run_id, len(ordinals) + len(bad))  # coverage, and `partial` for a --limit run
-        done = stored  # read above (never a changed question's answer); --fresh: nothing
-        done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # scored by other code: graded again
-        errors: list[tuple[str, str]] = []
-        for i, record in enumerate(bad):
-            self.store.put(run_id, bad_record_result(record), len(ordinals) + i)  # a data error: not scored
-            errors.append((record.id, record.error))
-        todo = [s for s in samples if s.id not in done]
-        # Same-video samples next to each other, so decoded frames are reused while still cached.
-        todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))
+        return await run_stages(self, spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env)
 
-        self.progress = PipelineProgress(
-            len(todo), slots={"decode": self.decode_workers, "model": self.concurrency},
-            title=f"{spec.benchmark} × {spec.model}  ({run_id})", enabled=show_progress)
-        stop = asyncio.Event()
-        status = "done"
-        try:
-            with self.progress:
-                await run_pipeline(self, run_id, todo, ordinals, errors, stop)
-            if stop.is_set():
-                status = "interrupted"
-        except (KeyboardInterrupt, asyncio.CancelledError, StoreFailed):  # resumable: nothing stored is lost
-            status = "interrupted"
-            raise
-        except LvuError:  # e.g. pipeline.EndpointDown: stopped early, stored samples kept
-            status = "failed"
-            raise
-        finally:
-            finish_status(self.store, run_id, status)
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            if self.processes is not None:
-                self.processes.shutdown(wait=status == "done")
-            await self.model.close()
-            if self.judge is not None:
-                await self.judge.close()
+    def connect(self) -> None:
+        """Nothing to join: the run is this process's."""
 
-        keep = {s.id for s in samples} | {b.id for b in bad}
-        tables, n_failed = run_tables(self.store, run_id, self.bench, keep)  # cached when nothing changed
-        return RunSummary(
-            run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
-            n_failed=n_failed, tables=tables,
-            results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
-            n_benchmark=len(ordinals) + len(bad),
-            stage_utilisation={name: self.progress.utilisation(name) for name in ("decode", "model")},
-        )
+    def disconnect(self) -> None:
+        """Nothing to leave."""
+
+    async def start(self, fresh: bool) -> None:
+        check_audio(self.model, self.bench.audio_mode, self.bench.name)  # before any call: never drop the sound
+
+    async def ready(self, fresh: bool, has_work: bool) -> None:
+        await ready_models(self.model, None, fresh=fresh, model_has_work=has_work)
+
+    def environment(self) -> dict[str, Any]:
+        return environment(self.model)
+
+    def described(self) -> dict[str, Any]:
+        return {}
+
+    def slots(self) -> tuple[dict[str, int], str]:
+        return {"decode": self.decode_workers, "model": self.concurrency}, ""
+
+    async def pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
+                       errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
+        await run_pipeline(self, run_id, todo, ordinals, errors, stop)
+
+    async def close(self, status: str) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            self.processes.shutdown(wait=status == "done")
+        await self.model.close()
 
 
-def finish_status(store: Store, run_id: str, status: str) -> None:
-    """Store the run's final status (and unlock it). A status that cannot be written after a
-    stop is left to the lock (the run lists as `interrupted`); after a clean run it is an error."""
-    try:
-        store.finish_run(run_id, status)
-    except StoreWriteError as e:
-        if status == "done":
-            raise store_failed(store, run_id, e) from None
-
-
-def run_local(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-              model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
-              fresh: bool = False, limit: int | None = None, concurrency: int = 4,
-              show_progress: bool = True, frame_cache: bool = True,
-              asr: bool = False, decode: DecodeMode = "threads", decode_workers: int = 2,
-              env: dict[str, Any] | None = None, judge: str | None = None, judge_args: dict[str, Any] | None = None,
-              llm_extract: bool = False) -> RunSummary:
+def run_local(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
+              model_args: dict[str, Any] | None = None, options: RunOptions | None = None) -> RunSummary:
     """Run (or resume) one benchmark × model in this process and return its summary; no report.
     `lvu.api.run` (what `lvu run` calls) chooses this or the Ray executor, then writes the report;
-    its docstring explains the arguments. Ctrl-C stops cleanly and raises `RunInterrupted`."""
-    spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
-    judge_obj = make_run_judge(judge, judge_args, llm_extract)
-    store = Store(results_dir)
-    try:
-        engine = Engine(bench, mdl, store, concurrency=concurrency, decode=decode, decode_workers=decode_workers,
-                        frame_cache=FrameCache() if frame_cache else None, asr=asr, judge=judge_obj,
-                        llm_extract=llm_extract)
-        summary = asyncio.run(engine.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
-        raise_if_interrupted(summary, store)
-        if asr:
-            warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
-        return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
-                          show_progress=show_progress, limit=limit)
-    finally:
-        store.close()
+    RunOptions explains the options. Ctrl-C stops cleanly and raises `RunInterrupted`."""
+    options = options or RunOptions()
+    spec, bench, mdl = make_spec(benchmark, model, settings=settings, model_args=model_args, asr=options.asr)
 
+    def engine(store: Store, judge: Judge | None) -> Engine:
+        return Engine(bench, mdl, store, concurrency=options.concurrency, decode=options.decode,
+                      decode_workers=options.decode_workers, frame_cache=FrameCache() if options.frame_cache else None,
+                      asr=options.asr, judge=judge, llm_extract=options.llm_extract)
 
-def raise_if_interrupted(summary: RunSummary, store: Store) -> None:
-    """After a run stopped by Ctrl-C (either executor): say what is stored and raise RunInterrupted."""
-    if summary.interrupted:
-        stop = RunInterrupted(summary, sum(r.error is None for r in store.iter_results(summary.run_id)))
-        from rich.console import Console  # said here: typer turns a KeyboardInterrupt into a silent exit 130
-
-        Console(stderr=True, soft_wrap=True).print(str(stop), markup=False, highlight=False)
-        raise stop
-
-
-def make_run_judge(judge: str | None, judge_args: dict[str, Any] | None, llm_extract: bool) -> Judge | None:
-    """The judge of a run (shared by the local and Ray executors), or None."""
-    if judge is not None:
-        from lvu.scoring.judges import make_judge
-
-        return make_judge(judge, judge_args)
-    if llm_extract:
-        raise LvuError("llm_extract needs a judge model — pass judge= (--judge NAME)")
-    return None
-
-
-def finish_run(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge | None, *, llm_extract: bool,
-               concurrency: int, show_progress: bool, limit: int | None) -> RunSummary:
-    """After the pipeline (either executor): record which samples this invocation covers, and
-    judge samples stored before without this judge. The report is lvu.api's to write (it sits
-    above the engine and the reports)."""
-    samples, bad = bench.loaded()
-    summary.sample_ids = [s.id for s in samples[:limit]] + [b.id for b in bad]
-    if judge is not None:
-        judge_leftovers(summary, store, bench, judge, llm_extract, concurrency, show_progress)
-    keep = set(summary.sample_ids)  # what the run's end says beyond its score (lvu run prints it)
-    bad, n_answered = unreadable_in_scope(store, summary.run_id, keep, code_stamp(type(bench)))
-    summary.n_unreadable, summary.unreadable_note = len(bad), unreadable_note(bad, scored=n_answered)
-    if summary.n_failed:
-        summary.traced, summary.first_traceback = traced_failures(store, summary.run_id, keep)
-        summary.data_error_note = data_error_note(stored_data_errors(store, summary.run_id, keep), summary.spec)
-    return summary
-
-
-def in_scope(store: Store, summary: RunSummary) -> list[SampleResult]:
-    """The run's stored results for the samples the invocation covers (`summary.sample_ids`), as
-    its summary tables were aggregated."""
-    keep = set(summary.sample_ids)
-    return [r for r in store.results(summary.run_id) if r.sample_id in keep]
-
-
-def judge_leftovers(summary: RunSummary, store: Store, bench: Benchmark, judge: Judge, llm_extract: bool,
-                    concurrency: int, show_progress: bool) -> None:
-    """Judge stored samples of the run that this judge has not judged, then refresh the summary."""
-    from lvu.runs.judging import judge_stored
-
-    done = asyncio.run(judge_stored(store, summary.run_id, bench, judge, llm_extract=llm_extract,
-                                    concurrency=concurrency, show_progress=show_progress, mode="lvu run"))
-    if done.n_judged or done.n_failed:
-        results = in_scope(store, summary)
-        summary.tables = bench.aggregate(results)
-        summary.errors = [(r.sample_id, r.error) for r in results if r.error]
-        summary.n_failed = len(summary.errors)
+    return execute(spec, bench, options, engine)

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lvu
-from lvu.benchmarks.base import Benchmark, Breakdown
+from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown
 from lvu.errors import DataError, LvuError
 from lvu.runs.identity import FINGERPRINT_KEY, data_fingerprint, sample_digest
 from lvu.runs.saved_files import SavedFile, SavedRow, read_saved
 from lvu.runs.store import Store
-from lvu.types import Response, RunSpec, SampleResult
+from lvu.types import Response, RunSpec, Sample, SampleResult
+from lvu.version import __version__
 
 FRAME_SETTINGS = ("frames", "fps")
 """How many frames the model saw: an imported run records these only when the file states them
@@ -59,19 +59,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def lmms_frames(path: Path) -> dict[str, int]:
+def lmms_frames(path: Path) -> dict[str, int | float]:
     """The frame count an lmms-eval run's model_args state (in the results JSON beside the log)."""
     from lvu.runs.saved_files import lmms_results
 
     for doc in lmms_results(path):
-        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        config = raw if isinstance(raw := doc.get("config"), dict) else {}
         args = config.get("model_args") or ""
         if isinstance(args, dict):
             found = next((args[k] for k in _LMMS_FRAME_ARGS if k in args), None)
         else:
             m = re.search(rf"(?:^|,)\s*(?:{'|'.join(_LMMS_FRAME_ARGS)})\s*=\s*(\d+)", str(args))
             found = m.group(1) if m else None
-        return {"frames": int(found)} if str(found).isdigit() else {}
+        return {"frames": int(str(found))} if str(found).isdigit() else {}
     return {}
 
 
@@ -135,7 +135,8 @@ def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | 
         why = saved.problems(benchmark)
         raise DataError(why[0] if why else f"{path}: no saved responses in it — nothing to import")
     if saved.self_contained:  # Video-MME's results JSON: the questions come from the file itself
-        samples, bad = [r.sample for r in saved.rows], []
+        samples: list[Sample] = [r.sample for r in saved.rows]
+        bad: list[BadRecord] = []
     else:
         samples, bad = bench.loaded()
     sha = file_sha256(path)
@@ -147,7 +148,7 @@ def import_file(path: str | Path, benchmark: str, *, settings: dict[str, Any] | 
     name = model_name or saved.model_name or path.stem
     spec = RunSpec(benchmark=benchmark, model=MODEL_PREFIX + name, settings=effective)
     env = {
-        "lvu": lvu.__version__, "python": platform.python_version(), "platform": platform.platform(),
+        "lvu": __version__, "python": platform.python_version(), "platform": platform.platform(),
         "model": {"name": name, "imported": True},
         "imported": {"path": str(path.resolve()), "sha256": sha, "format": saved.format,
                      "rows": saved.n_rows, "matched": len(saved.rows), "unmatched": len(saved.unmatched),

@@ -202,7 +202,8 @@ class ProcessDecoder:
 
                 self.pool = decode_pool(self.workers)
             threads = max(1, (os.cpu_count() or 1) // self.workers)
-            future = asyncio.get_running_loop().run_in_executor(self.pool, warm_video, self.cache, video, [key[1]],
+            plans: list[tuple[float, ...] | str] = [key[1]]
+            future = asyncio.get_running_loop().run_in_executor(self.pool, warm_video, self.cache, video, plans,
                                                                 resize, False, threads)
             self.pending[key] = future
             future.add_done_callback(lambda _: self.pending.pop(key, None))

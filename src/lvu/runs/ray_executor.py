@@ -16,14 +16,15 @@ and shipped once, and a replica resolves that object once for all its samples (b
 encode each distinct frame array once, like `openai`, keep doing so). Decode tasks also read and
 write the node's on-disk frame cache, so a repeated run decodes nothing.
 
-Spec, run id, store, resume and `RunSummary` are the local engine's (`resolve_spec`, `grade`,
-`Store`), so both executors store identical records and resume each other's runs. A sample
+Spec, run id, store, resume, status and `RunSummary` are the run lifecycle's (lvu.runs.lifecycle,
+shared with the local engine: this module supplies only the inner pipeline), so both executors
+store identical records and resume each other's runs. A sample
 whose decoding or model call fails is recorded and the run goes on. A replica whose process dies
 is rebuilt by Ray (`max_restarts` times); the samples it was answering are recorded as failed —
 not retried, since a sample that kills a replica would kill the next one too — and a resume
 retries them. When every replica is gone the run stops with an error; what is stored stays.
-The driver's loop is the stage runner (lvu.runs.stage_runner), as in the local engine: Ctrl-C,
-early stop on a dead endpoint and one commit per sample are the runner's and CommitSample's.
+The driver's loop is the stage runner (lvu.runs.stage_runner): Ctrl-C, early stop on a dead
+endpoint and one commit per sample are the runner's and CommitSample's.
 This module is the driver; what runs on the workers is in lvu.runs.ray_workers. See docs/ray.md.
 """
 
@@ -36,27 +37,24 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, cast
 
 from lvu.benchmarks.base import Benchmark
 from lvu.errors import LvuError
 from lvu.models.base import Model
-from lvu.runs.engine import (RunSummary, environment, finish_run, finish_status, grade, make_run_judge,
-                             raise_if_interrupted, resolve_spec)
-from lvu.runs.data_errors import bad_record_result
-from lvu.runs.regrade import regrade_reused
-from lvu.runs.identity import loaded_digests, reusable_ids, sample_digest
-from lvu.runs.judging import judge_env, judge_sample
-from lvu.runs.pipeline import CommitSample, Prepared, StoreFailed, ready_models
+from lvu.runs.engine import environment, grade, model_parts, resolve_spec
+from lvu.runs.identity import sample_digest
+from lvu.runs.judging import judge_sample
+from lvu.runs.lifecycle import RunSummary, execute
+from lvu.runs.options import RunOptions
+from lvu.runs.pipeline import CommitSample, Prepared
 from lvu.progress import PipelineProgress
 from lvu.runs.ray_workers import ModelReplica, prepare_group
 from lvu.runs.stage_runner import StageRunner
 from lvu.runs.store import Store
 from lvu.runs.tracebacks import traceback_text
-from lvu.runs.summaries import run_tables
 from lvu.scoring.judges import Judge
-from lvu.types import RunSpec, Sample, SampleResult
+from lvu.types import Sample, SampleResult
 
 INSTALL = "pip install 'lvu[ray]'"
 
@@ -192,7 +190,8 @@ def _decode_failed(sample: Sample, why: str) -> SampleResult:
 
 @dataclass
 class RayExecutor:
-    """Runs (or resumes) one spec on a connected Ray cluster; `concurrency` is per replica."""
+    """The run's inner pipeline on a Ray cluster (lvu.runs.lifecycle drives it); `concurrency` is
+    per replica."""
 
     ray: Any
     bench: Benchmark
@@ -204,73 +203,48 @@ class RayExecutor:
     frame_cache: bool = True
     asr: bool = False
     judge: Judge | None = None
-    """Judges on the driver, right after grading, as in the local engine (runs/judging.py)."""
+    """Judges on the driver, right after grading (runs/judging.py)."""
     llm_extract: bool = False
+    address: str | None = None
+    """The cluster to join (`connect`); None: $RAY_ADDRESS, else a local Ray."""
     replicas: list[_Replica] = field(default_factory=list)
+    progress: PipelineProgress = field(default_factory=lambda: PipelineProgress(0, enabled=False))
+    identity: dict[str, Any] = field(default_factory=dict)
+    """The replicas' model identity (set by `start`)."""
+    batch: int = 1
+    started_ray: bool = False
 
-    async def run(self, spec: RunSpec, *, fresh: bool = False, limit: int | None = None,
-                  show_progress: bool = True, env: dict[str, Any] | None = None) -> RunSummary:
-        samples, bad = self.bench.loaded()
-        ordinals = {s.id: i for i, s in enumerate(samples)}
-        if limit is not None:
-            samples = samples[:limit]
-        try:
-            identity, batch = await self._start_replicas(fresh)
-            # Checked before begin_run (which drops a --fresh run's samples): a dead endpoint loses nothing.
-            stored = set() if fresh else reusable_ids(self.store.completed_digests(spec.run_id), samples,
-                                                      loaded_digests(self.bench))  # hashed once, with the fingerprint
-            if any(s.id not in stored for s in samples):
-                await self._preflight_replicas()
-            await ready_models(None, self.judge, fresh=fresh, model_has_work=False)  # the judge, on the driver
-            # What produced the answers is the replicas' model: its identity stands in for the model.
-            environment_ = environment(cast(Model, types.SimpleNamespace(identity=identity)))
-            judged = {"judge": judge_env(self.judge, self.llm_extract, "lvu run")} if self.judge is not None else {}
-            run_id = self.store.begin_run(spec, {**environment_, **judged, "executor": self._describe_cluster(),
-                                                 **(env or {})}, fresh=fresh)
-            self.store.set_total(run_id, len(ordinals) + len(bad))  # as the local engine: coverage, `partial`
-            done = stored  # read above, as the local engine; --fresh: nothing
-            done -= regrade_reused(self.store, run_id, self.bench, samples, done)  # as the local engine
-            errors: list[tuple[str, str]] = []
-            for i, record in enumerate(bad):
-                self.store.put(run_id, bad_record_result(record), len(ordinals) + i)  # a data error: not scored
-                errors.append((record.id, record.error))
-            todo = [s for s in samples if s.id not in done]
-            todo.sort(key=lambda s: (s.video.path, ordinals[s.id]))  # as the local engine: same video together
+    def connect(self) -> None:
+        self.started_ray = _connect(self.ray, self.address, self.options)
 
-            per_replica = max(1, self.concurrency, 2 * batch if batch > 1 else 1)  # a batching model: one batch ahead
-            decode_tasks = self._decode_tasks()
-            progress = PipelineProgress(
-                len(todo), slots={"decode": decode_tasks * self.options.group_size,
-                                  "model": per_replica * len(self.replicas)},
-                title=f"{spec.benchmark} × {spec.model}  ({run_id}, ray: {len(self.replicas)} replica(s))",
-                enabled=show_progress)
-            status, stop = "interrupted", asyncio.Event()  # Ctrl-C sets stop (lvu.runs.stage_runner)
-            try:
-                with progress:
-                    await self._pipeline(run_id, todo, ordinals, errors, progress, per_replica, decode_tasks, stop)
-                status = "interrupted" if stop.is_set() else "done"
-            except StoreFailed:  # resumable, as the local engine
-                status = "interrupted"
-                raise
-            except LvuError:
-                status = "failed"
-                raise
-            finally:
-                finish_status(self.store, run_id, status)
-        finally:
-            await self._stop_replicas()
-            if self.judge is not None:
-                await self.judge.close()
+    def disconnect(self) -> None:
+        if self.started_ray:
+            self.ray.shutdown()
 
-        keep = {s.id for s in samples} | {b.id for b in bad}
-        tables, n_failed = run_tables(self.store, run_id, self.bench, keep)  # as the local engine
-        return RunSummary(
-            run_id=run_id, spec=spec, n_total=len(samples) + len(bad), n_done_before=len(done),
-            n_failed=n_failed, tables=tables,
-            results_dir=self.store.dir, errors=errors, interrupted=status == "interrupted",
-            stage_utilisation={name: progress.utilisation(name) for name in ("decode", "model")},
-            n_benchmark=len(ordinals) + len(bad),
-        )
+    async def start(self, fresh: bool) -> None:
+        self.identity, self.batch = await self._start_replicas(fresh)
+
+    async def ready(self, fresh: bool, has_work: bool) -> None:
+        if has_work:  # `fresh` went to the replicas as they started
+            await self._preflight_replicas()
+
+    def environment(self) -> dict[str, Any]:
+        """What produced the answers is the replicas' model: its identity stands in for the model."""
+        return environment(cast(Model, types.SimpleNamespace(identity=self.identity)))
+
+    def described(self) -> dict[str, Any]:
+        return {"executor": self._describe_cluster()}
+
+    def _per_replica(self) -> int:
+        """Samples in flight per replica; a batching model gets one batch ahead."""
+        return max(1, self.concurrency, 2 * self.batch if self.batch > 1 else 1)
+
+    def slots(self) -> tuple[dict[str, int], str]:
+        return ({"decode": self._decode_tasks() * self.options.group_size,
+                 "model": self._per_replica() * len(self.replicas)}, f", ray: {len(self.replicas)} replica(s)")
+
+    async def close(self, status: str) -> None:
+        await self._stop_replicas()
 
     # ---- replicas ---------------------------------------------------------------------------------
 
@@ -329,15 +303,15 @@ class RayExecutor:
 
     # ---- the pipeline -----------------------------------------------------------------------------
 
-    async def _pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
-                        errors: list[tuple[str, str]], progress: PipelineProgress, per_replica: int,
-                        decode_tasks: int, stop: asyncio.Event) -> None:
+    async def pipeline(self, run_id: str, todo: list[Sample], ordinals: dict[str, int],
+                       errors: list[tuple[str, str]], stop: asyncio.Event) -> None:
         """The local pipeline's stages on the stage runner (lvu.runs.stage_runner): `decode_tasks`
         producers submit one decode task per group (the runner's bounded queue holds references, so
         at most a few groups' prompts wait in the object store); each replica has `per_replica`
         slots that send it samples; each answer is committed the moment it is back. The slots of a
         replica that died for good close, handing their samples to the others."""
-        size = self.options.group_size
+        size, progress, per_replica, decode_tasks = (self.options.group_size, self.progress, self._per_replica(),
+                                                     self._decode_tasks())
         groups: list[list[Sample]] = []
         for sample in todo:
             if groups and groups[-1][0].video.path == sample.video.path and len(groups[-1]) < size:
@@ -369,9 +343,12 @@ class RayExecutor:
                 return await self._answer(replica, item, progress)
             return answer
 
+        def is_open(replica: _Replica) -> Callable[[], bool]:
+            return lambda: replica.alive
+
         slots = [r for r in self.replicas for _ in range(per_replica)]
         commit = CommitSample(self.store, run_id, ordinals, errors, progress, len(todo))
-        await StageRunner(consumers=[slot(r) for r in slots], slot_open=[lambda r=r: r.alive for r in slots],
+        await StageRunner(consumers=[slot(r) for r in slots], slot_open=[is_open(r) for r in slots],
                           commit=commit, produce=decode, producers=decode_tasks, stop=stop, note=progress.note,
                           what="sample", where="on the replicas").run(groups)
         if commit.n_stored < len(todo) and not stop.is_set():
@@ -381,7 +358,7 @@ class RayExecutor:
                             "died") + " — the samples done so far are stored; run the same command again to resume")
 
     async def _answer(self, replica: _Replica, item: _Item, progress: PipelineProgress) -> SampleResult:
-        """The local engine's answer stage, with the model call sent to `replica`."""
+        """The answer stage (lvu.runs.engine.Engine.answer_sample's), with the model call sent to `replica`."""
         result, sample = item.result, item.sample
         if item.prompt is not None:
             try:
@@ -436,38 +413,24 @@ def _connect(ray: Any, address: str | None, options: RayOptions) -> bool:
     return True
 
 
-def run_on_ray(benchmark: str, model: str, *, settings: dict[str, Any] | None = None,
-               model_args: dict[str, Any] | None = None, results_dir: str | Path | None = None,
-               fresh: bool = False, limit: int | None = None, concurrency: int = 4, show_progress: bool = True,
-               frame_cache: bool = True, asr: bool = False, env: dict[str, Any] | None = None,
-               judge: str | None = None, judge_args: dict[str, Any] | None = None, llm_extract: bool = False,
-               address: str | None = None, ray_args: dict[str, Any] | None = None) -> RunSummary:
+def run_on_ray(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
+               model_args: dict[str, Any] | None = None, options: RunOptions | None = None) -> RunSummary:
     """`lvu.api.run(..., executor="ray")`: the same run on a Ray cluster (lvu.api then writes the
-    report). The model is built on the replicas only (never on the driver); `concurrency` is samples
-    in flight per replica; a judge runs on the driver."""
-    options = RayOptions.parse(ray_args)
+    report). The model is built on the replicas only (never on the driver: a Model object given
+    travels as its class and arguments); `concurrency` is samples in flight per replica; a judge
+    runs on the driver."""
+    options = options or RunOptions(executor="ray")
+    ray_options = RayOptions.parse(options.ray_args)
     ray = _import_ray()
-    spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=asr)
-    judge_obj = make_run_judge(judge, judge_args, llm_extract)
-    store = Store(results_dir)
-    started_ray = False
-    try:
-        started_ray = _connect(ray, address, options)
-        executor = RayExecutor(ray, bench, model_cls, dict(model_args or {}), store, options,
-                               concurrency=concurrency, frame_cache=frame_cache, asr=asr, judge=judge_obj,
-                               llm_extract=llm_extract)
-        summary = asyncio.run(executor.run(spec, fresh=fresh, limit=limit, show_progress=show_progress, env=env))
-        raise_if_interrupted(summary, store)
-        if asr:  # as the local executor: the records say whether the transcripts reached any prompt
-            from lvu.runs.asr_use import warn_if_asr_unused
+    spec, bench, model_cls = resolve_spec(benchmark, model, settings=settings, model_args=model_args, asr=options.asr)
+    _, _, args = model_parts(model, model_args)
 
-            warn_if_asr_unused(store.results(summary.run_id), bench, summary.run_id)
-        return finish_run(summary, store, bench, judge_obj, llm_extract=llm_extract, concurrency=concurrency,
-                          show_progress=show_progress, limit=limit)
-    finally:
-        store.close()
-        if started_ray:
-            ray.shutdown()
+    def executor(store: Store, judge: Judge | None) -> RayExecutor:
+        return RayExecutor(ray, bench, model_cls, args, store, ray_options, concurrency=options.concurrency,
+                           frame_cache=options.frame_cache, asr=options.asr, judge=judge,
+                           llm_extract=options.llm_extract, address=options.ray_address)
+
+    return execute(spec, bench, options, executor)
 
 
 async def back_after_restart(ray: Any, actor: Any) -> bool:

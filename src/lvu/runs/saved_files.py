@@ -198,7 +198,7 @@ def _lmms_row(item: tuple[str, dict], fam: str) -> _Row:
     except (KeyError, TypeError, IndexError):
         raise DataError(f"{where}: an lmms-eval sample line without resps or filtered_resps — pass the "
                         "--log_samples file (<date>_samples_<task>.jsonl) unchanged") from None
-    doc = row.get("doc") if isinstance(row.get("doc"), dict) else {}
+    doc = raw if isinstance(raw := row.get("doc"), dict) else {}
     payloads = [v for v in row.values() if isinstance(v, dict) and v is not doc]
     key = ID_FIELDS.get(fam)
     # mlvu's payload question_id is the question text, not an id
@@ -429,7 +429,7 @@ def lmms_model_name(path: Path) -> str | None:
     """The model of an lmms-eval run: `model_name` (or the pretrained= argument, or the model type)
     in the `<date>_results.json` beside the samples file, the one of the same date first."""
     for doc in lmms_results(path):
-        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        config = raw if isinstance(raw := doc.get("config"), dict) else {}
         args = str(config.get("model_args") or "")
         pretrained = re.search(r"(?:^|,)\s*(?:pretrained|model|model_version|model_name)=([^,]+)", args)
         name = doc.get("model_name") or (pretrained.group(1) if pretrained else None) or config.get("model")

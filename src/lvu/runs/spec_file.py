@@ -11,8 +11,9 @@
 Every combination (and sweep point) is its own run, identified by its spec like any `lvu run`, so
 re-running the file resumes each one. Settings: benchmark inputs (frames, fps, subtitles, audio, resize,
 compat, seed, data, video_dir, and `set:` for any other benchmark setting), `model_args` (alias
-`args`), and how the run goes (limit, concurrency, decode, decode_workers, asr, the judge keys
-judge, judge_args, llm_extract, and executor, ray_address, ray_args). Later layers win: settings <
+`args`), and how the run goes: the planned run options (lvu.runs.options.PlannedOptions: limit,
+concurrency, decode, decode_workers, asr, judge, judge_args, llm_extract, executor, ray_address,
+ray_args), validated as `lvu.api.run` validates them. Later layers win: settings <
 benchmark entry < model entry < sweep point; `set`, `model_args`, `judge_args` and `ray_args` merge
 key by key. Problems are one-line
 `LvuError`s naming the file and the key.
@@ -21,22 +22,23 @@ key by key. Problems are one-line
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lvu.errors import LvuError
+from lvu.runs.options import PlannedOptions
 from lvu.runs.sweep import apply_probe, check_axes, points
 
 BENCHMARK_KEYS = ("frames", "fps", "subtitles", "audio", "resize", "compat", "seed", "data", "video_dir")
 """Settings handed to the benchmark (it rejects those it does not have, e.g. fps on haystack)."""
-RUN_KEYS = ("limit", "concurrency", "decode", "decode_workers", "asr", "judge", "judge_args", "llm_extract",
-            "executor", "ray_address", "ray_args")
-"""Settings handed to `lvu.api.run` (only when set)."""
+MERGED_KEYS = ("set", "model_args", "judge_args", "ray_args")
+"""Dict-valued keys: a later layer's entries merge into the earlier ones key by key."""
 
 
-class Settings(BaseModel):
-    """One layer of settings; None means "not set here"."""
+class Settings(PlannedOptions):
+    """One layer of settings: benchmark inputs, model arguments and the planned run options
+    (PlannedOptions: their types, ranges and defaults); a key not given is not set here."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -59,17 +61,6 @@ class Settings(BaseModel):
     set: dict[str, Any] = Field(default_factory=dict)
     """Any other benchmark setting."""
     model_args: dict[str, Any] = Field(default_factory=dict, alias="args")
-    limit: int | None = Field(default=None, ge=1)
-    concurrency: int | None = Field(default=None, ge=1)
-    decode: Literal["threads", "processes"] | None = None
-    decode_workers: int | None = Field(default=None, ge=1)
-    asr: bool | None = None
-    judge: str | None = None
-    judge_args: dict[str, Any] | None = None
-    llm_extract: bool | None = None
-    executor: Literal["local", "ray"] | None = None
-    ray_address: str | None = None
-    ray_args: dict[str, Any] | None = None
 
     @field_validator("frames")
     @classmethod
@@ -116,17 +107,17 @@ class PlannedRun(BaseModel):
     """Benchmark settings (None-free)."""
     model_args: dict[str, Any]
     options: dict[str, Any]
-    """Keyword arguments for `lvu.api.run` (only those set)."""
+    """The planned run options set (PlannedOptions fields; lvu.api.run_planned validates them as RunOptions)."""
     point: dict[str, Any] = Field(default_factory=dict)
     """The sweep point this run is (empty outside a sweep)."""
 
 
 def _merge(layers: list[Settings]) -> dict[str, Any]:
-    """Later layers win; dict-valued keys merge key by key."""
+    """Later layers win (only keys set in a layer count); dict-valued keys merge key by key."""
     out: dict[str, Any] = {"set": {}, "model_args": {}}
     for layer in layers:
-        for key, value in layer.model_dump(exclude={"name"}).items():
-            if key in ("set", "model_args", "judge_args", "ray_args") and value:
+        for key, value in layer.model_dump(exclude={"name"}, exclude_unset=True).items():
+            if key in MERGED_KEYS and value:
                 out[key] = {**(out.get(key) or {}), **value}
             elif value is not None and not isinstance(value, dict):
                 out[key] = value
@@ -139,7 +130,7 @@ def plan_run(benchmark: str, model: str, merged: dict[str, Any], point: dict[str
     merged = {**merged, **{k: v for k, v in (point or {}).items() if k != "probe"}}
     settings = {**{k: merged[k] for k in BENCHMARK_KEYS if merged.get(k) is not None}, **merged["set"]}
     model, model_args = apply_probe(model, merged["model_args"], (point or {}).get("probe", "full"))
-    options = {k: merged[k] for k in RUN_KEYS if merged.get(k) is not None}
+    options = {k: merged[k] for k in PlannedOptions.model_fields if merged.get(k) is not None}
     return PlannedRun(benchmark=benchmark, model=model, settings=settings, model_args=model_args,
                       options=options, point=dict(point or {}))
 

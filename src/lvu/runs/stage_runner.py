@@ -85,7 +85,7 @@ class StageRunner(Generic[Item, Ready, Done]):
 
     def __init__(self, *, consumers: Sequence[Callable[[Ready], Awaitable[Done]]],
                  commit: Callable[[Ready, Done], BaseException | None],
-                 produce: Callable[[list[Item]], AsyncIterator[Ready]] = _pass_through,  # type: ignore[assignment]
+                 produce: Callable[[list[Item]], AsyncIterator[Ready]] = _pass_through,
                  producers: int = 1, grace: float = 10.0, stop: asyncio.Event | None = None,
                  note: Note = lambda message: None, retry: dict[str, Any] | None = None,
                  what: str = "item", where: str = "in flight",
@@ -158,11 +158,13 @@ class StageRunner(Generic[Item, Ready, Done]):
                 if not is_open():
                     handed_back.append(item)
                     return
-                self.consuming.add(me := asyncio.current_task())  # type: ignore[arg-type]
+                me = asyncio.current_task()
+                assert me is not None  # (a consumer runs as a task)
+                self.consuming.add(me)
                 try:
                     done = await self._consume(consume, item)
                 finally:
-                    self.consuming.discard(me)  # type: ignore[arg-type]
+                    self.consuming.discard(me)
                 if (error := self.commit(item, done)) is not None:
                     self.fail(error)  # the items still being consumed would fail the same way: abandon them
                     return

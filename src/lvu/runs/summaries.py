@@ -138,13 +138,13 @@ def _holds(code: str, files: dict[str, str]) -> bool:
 def _lvu_stamp() -> str:
     """lvu's version and its aggregation sources (benchmarks/, scoring/, runs/headline.py, and
     runs/run_names.py and runs/unreadable.py, which say what an unreadable reply is): ~40 stats."""
-    import lvu
+    from lvu.version import __version__
 
-    root = Path(lvu.__file__).parent
+    root = Path(__file__).parent.parent  # the lvu package
     files = [*sorted((root / "benchmarks").glob("*.py")), *sorted((root / "scoring").glob("*.py")),
              root / "runs" / "headline.py", root / "runs" / "run_names.py", root / "runs" / "unreadable.py"]
     listing = "\n".join(f"{f.name}:{_file_stamp(str(f))}" for f in files)
-    return f"{lvu.__version__}:{hashlib.sha256(listing.encode()).hexdigest()[:16]}"
+    return f"{__version__}:{hashlib.sha256(listing.encode()).hexdigest()[:16]}"
 
 
 def _file_stamp(path: str) -> str:

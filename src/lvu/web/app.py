@@ -12,11 +12,11 @@ its i-th stored timestamp); any other path is a 404 and no URL is ever mapped to
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from lvu.analysis.runs import RunData
@@ -106,7 +106,7 @@ def new_app(title: str, allowed_hosts: Sequence[str] | None) -> FastAPI:
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
-    async def security_headers(request, call_next):  # type: ignore[no-untyped-def]
+    async def security_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)

@@ -192,7 +192,7 @@ def create_review_app(source: ReviewSource, store: ReviewStore, *, allowed_hosts
         person = who(request.headers.get("x-review-token"))
         latest, submitted = mine(person, RATERS)
         return [{"n": i.ordinal, "id": i.id, "question": i.sample.question,
-                 "status": (submitted.get(i.id) or latest.get(i.id)).decision.status  # type: ignore[union-attr]
+                 "status": (submitted.get(i.id) or latest[i.id]).decision.status
                  if i.id in latest else None} for i in queue_of(person)]
 
     @app.get("/api/items/{n}")

@@ -134,10 +134,11 @@ def check_edit(decision: EditDecision, item: ReviewItem, protocol: ReviewProtoco
     question = (decision.question or "").strip()
     options = None if decision.options is None else [o.strip() for o in decision.options]
     category = (decision.category or "").strip() or None
+    answer = (decision.answer or "").strip()
     tidy = decision.model_copy(update={
         "question": None if question in ("", base.question) else question,
         "options": None if options is None or options == base.options else options,
-        "answer": None if (decision.answer or "").strip() in ("", base.answer) else decision.answer.strip(),  # type: ignore[union-attr]
+        "answer": None if answer in ("", base.answer) else answer,
         "category": None if category == base.category else category,
         "reason": decision.reason.strip(), "note": decision.note.strip()})
     after = applied(base, tidy)
@@ -145,8 +146,8 @@ def check_edit(decision: EditDecision, item: ReviewItem, protocol: ReviewProtoco
         raise DecisionError(f"category {tidy.category!r} is not one of {protocol.name}'s: "
                             f"{', '.join(protocol.categories)}")
     if tidy.referring_query is not None:
-        a, b = tidy.referring_query
-        if not 0 <= a < b <= len(after.question):
+        first, last = tidy.referring_query
+        if not 0 <= first < last <= len(after.question):
             raise DecisionError(f"the referring query must be a span of the question text (0..{len(after.question)})")
     duration = item.sample.video.duration
     for a, b in tidy.referred_moments:

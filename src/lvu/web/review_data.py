@@ -142,7 +142,7 @@ def evidence_of(sample: Sample, answer: str) -> list[tuple[float, float]]:
             spans.append((float(x), float(x)))
     for needle in sample.extra.get("needles") or []:
         if isinstance(needle, dict) and isinstance(needle.get("start"), (int, float)):
-            spans.append((float(needle["start"]), float(needle.get("end", needle["start"]))))
+            spans.append((float(needle["start"]), float(needle["end"] if "end" in needle else needle["start"])))
     if isinstance(sample.extra.get("time"), (int, float)):
         spans.append((float(sample.extra["time"]),) * 2)
     spans += [(t, t) for text in (sample.question, answer) for t in clock_times(text)]

@@ -96,7 +96,7 @@ async def decision_of(request: Request, check: Callable[[bytes], T]) -> T:
     except DecisionError as e:
         raise HTTPException(422, str(e)) from None
     except ValueError as e:  # pydantic: not a decision
-        first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}  # type: ignore[union-attr]
+        first = e.errors()[0] if hasattr(e, "errors") else {"loc": (), "msg": str(e)}
         where = ".".join(str(x) for x in first["loc"]) or "body"
         raise HTTPException(422, f"{where}: {first['msg']}") from None
 

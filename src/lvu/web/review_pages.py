@@ -5,6 +5,7 @@ work through /assets/review.js (autosave, shortcuts); the data it needs is in a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -48,7 +49,7 @@ def with_token(path: str, person: Person) -> str:
     return f"{path}?t={quote(person.token, safe='')}"
 
 
-def page(title: str, body: str, person: Person, crumbs: list[tuple[str, str]] = (), script: bool = False,
+def page(title: str, body: str, person: Person, crumbs: Sequence[tuple[str, str]] = (), script: bool = False,
          head: str = "") -> str:
     home = ("queue", with_token("/queue", person))
     extra = [("examine", with_token("/examine", person)), ("agreement", with_token("/stats", person))] \

@@ -29,7 +29,7 @@ from lvu.web.review_rules import CRITERIA
 
 EditableField = Literal["quality", "modality", "answer", "decoys", "question", "options", "category",
                         "referring_query", "referred_moments"]
-NEPTUNE_EDITS: tuple[str, ...] = ("quality", "modality", "answer", "decoys")
+NEPTUNE_EDITS: tuple[EditableField, ...] = ("quality", "modality", "answer", "decoys")
 """What a Neptune rater decides (lvu.web.review_rules.Decision): the majority rule counts these."""
 EXPORTS = ("neptune", "longvideobench", "videomme", "lvbench", "jsonl")
 
@@ -41,7 +41,7 @@ class Role(BaseModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,23}$")
     title: str = ""
     """What the role does, shown on its pages."""
-    people: int = Field(1, ge=1, le=9)
+    people: int = Field(default=1, ge=1, le=9)
     """Decisions per question in this round (the majority rule's raters; 1 in a chain)."""
     edits: list[EditableField] = Field(default_factory=list)
     after: Literal["accepted", "rejected"] | None = None
@@ -241,6 +241,6 @@ def load_protocol(spec: str | Path | None) -> ReviewProtocol:
     try:
         return ReviewProtocol.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "protocol"
-        raise LvuError(f"{path}: {where}: {first['msg']} — see docs/review.md \"Protocols\" for the schema") from None
+        error = e.errors()[0]
+        where = ".".join(str(x) for x in error["loc"]) or "protocol"
+        raise LvuError(f"{path}: {where}: {error['msg']} — see docs/review.md \"Protocols\" for the schema") from None

@@ -315,7 +315,9 @@ class ReviewStore:
         with self.db() as db:
             rows = db.execute("SELECT id, sample_id, rater, round, version, digest, status, decision, created, chain "
                               "FROM decisions ORDER BY id").fetchall()
-        previous, unchained, broken, chains = CHAIN_START, 0, None, {}
+        previous, unchained = CHAIN_START, 0
+        broken: str | None = None
+        chains: dict[int, str | None] = {}
         for row_id, *values, chain in rows:
             if chain is None and not chains:  # saved by an lvu from before the chain
                 unchained += 1
