@@ -56,3 +56,62 @@ def test_compare_returns_the_deltas_and_notes_lvu_compare_prints(tmp_path):
 
     with pytest.raises(LvuError, match="--paper compares one run"):
         compare([a.run_id, b.run_id], paper=True, results_dir=tmp_path)
+
+
+def test_analyse_returns_the_tables_and_summary_lvu_analyse_prints(tmp_path):
+    from lvu.api import ANALYSES, AnalysisResult, analyse
+    from lvu.cli.analysis import ANALYSES as SHOWN
+
+    done = fake_run(tmp_path, fail=["q000", "q001", "q002", "q003"])
+    kept = fake_run(tmp_path)
+    notes: list[str] = []
+    with pytest.raises(LvuError, match="no answered multiple-choice samples"):  # noted first, as the command does
+        analyse("letters", done.run_id, results_dir=tmp_path, bootstrap=20, on_note=notes.append)
+    assert len(notes) == 1 and notes[0].startswith(f"note: run {done.run_id} (") and "its cells are not" in notes[0]
+    ok = analyse("letters", kept.run_id, results_dir=tmp_path, bootstrap=20)
+    assert isinstance(ok, AnalysisResult) and ok.run_ids == [kept.run_id] and len(ok.tables) == 1
+    cli = invoke("analyse", "letters", kept.run_id, "--bootstrap", "20", "--results-dir", tmp_path,
+                 "--plot", tmp_path / "letters.png")
+    assert cli.exit_code == 0, cli.output
+    for key, value in ok.summary:
+        assert f"{key}: {value}" in cli.stdout
+    assert (tmp_path / "letters.png").is_file() and ok.write_plot(tmp_path / "p" / "l.svg").is_file()
+    assert ANALYSES == SHOWN  # the command's help lists what the library runs
+    with pytest.raises(LvuError, match="unknown analysis 'nope'"):
+        analyse("nope", results_dir=tmp_path)
+    with pytest.raises(LvuError, match="letters analyses one run"):
+        analyse("letters", [done.run_id, kept.run_id], results_dir=tmp_path)
+
+
+def test_leak_audit_returns_the_table_and_warnings_lvu_analyse_leak_prints(tmp_path):
+    import json
+
+    from lvu.api import LeakAudit, leak_audit
+
+    audit = leak_audit("fake", by="none")
+    assert isinstance(audit, LeakAudit) and audit.table.rows and audit.warnings
+    cli = invoke("analyse", "leak", "fake", "--by", "none", "--json")
+    assert cli.exit_code == 0, cli.output
+    assert json.loads(cli.stdout) == json.loads(json.dumps(audit.to_json()))
+    assert all(line in cli.stderr for line in audit.warnings)
+    with pytest.raises(LvuError, match="--model-arg without --model"):
+        leak_audit("fake", model_args={"x": 1})
+
+
+def test_certificate_returns_the_job_lvu_certificate_reports(tmp_path):
+    from lvu.api import CertificateResult, certificate
+    from test_certificate_ledger import make_data
+
+    data, results = make_data(tmp_path, 2), tmp_path / "results"
+    done = certificate("jsonl", "fake-follow-neutral", settings={"data": str(data)}, fps=(1.0,), min_clip=1.0,
+                       results_dir=results, show_progress=False)
+    assert isinstance(done, CertificateResult) and [c.frames for c in done.job.certificates] == [1, 1]
+    assert done.job.n_reused == 0 and done.analysis.summary
+    rows = done.write_rows(tmp_path / "out" / "certs.jsonl").read_text().splitlines()
+    assert [json_row["sample_id"] for json_row in map(__import__("json").loads, rows)] == ["s00", "s01"]
+    cli = invoke("certificate", "-b", "jsonl", "-m", "fake-follow-neutral", "--data", data, "--fps", "1",
+                 "--min-clip", "1", "--results-dir", results)
+    assert cli.exit_code == 0, cli.output
+    assert f"certificates: job {done.job.job_id} in {results} (0 computed, 2 from the ledger)" in cli.stdout
+    with pytest.raises(LvuError, match="--concurrency 0 is not a positive number"):
+        certificate("jsonl", "fake-follow-neutral", settings={"data": str(data)}, concurrency=0)

@@ -38,3 +38,40 @@ def test_judge_returns_what_lvu_judge_score_prints(tmp_path, server, env, neptun
     assert again.n_judged == 3 and again.judge.endswith("threshold=0.9 (given)")
     with pytest.raises(LvuError, match="carries its own arguments"):
         lvu.judge(plain.run_id, model, model_args={"model": "x"}, results_dir=tmp_path / "res")
+
+
+def test_calibrate_judge_and_evaluate_dev_return_what_the_commands_print(tmp_path, monkeypatch):
+    from lvu.api import DevEvaluation, JudgeCalibration, calibrate_judge, evaluate_dev, judge_dev
+    from lvu.scoring.judges import read_dev_set
+    from test_dev_judging_ledger import calls, judge, write_dev
+
+    monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))  # stored calibrations
+    dev, log, results = write_dev(tmp_path / "dev.jsonl"), tmp_path / "calls.txt", tmp_path / "results"
+    judged = judge_dev(judge(log), read_dev_set(dev), dev, results_dir=results, show_progress=False)
+    assert judged.n_judged == 6 and judged.n_reused == 0 and not judged.failed and len(judged.kept()[0]) == 6
+
+    cal = calibrate_judge(dev, "dev-judge-fake", model_args={"log": str(log)}, results_dir=results,
+                          out=tmp_path / "cal.json", show_progress=False)
+    assert isinstance(cal, JudgeCalibration) and cal.calibration is not None and (cal.n, cal.positives) == (6, 3)
+    assert cal.path is not None and cal.path.is_file() and (tmp_path / "cal.json").is_file()
+    cli = invoke("judge", "calibrate", "--dev", dev, "--judge", "dev-judge-fake", "-J", f"log={log}",
+                 "--results-dir", results)
+    assert cli.exit_code == 0, cli.output
+    assert f"judge: {cal.judge.model_identity}\nstored: {cal.path}" in cli.stdout
+    assert f"{100 * cal.calibration.f1:.1f}" in cli.stdout and len(calls(log)) == 6  # asked once: from the ledger since
+    with pytest.raises(LvuError, match="no judge model"):
+        calibrate_judge(dev, None)
+
+    evaluated = evaluate_dev(dev, model="dev-judge-fake", model_args={"log": str(log)}, results_dir=results,
+                             show_progress=False)
+    assert isinstance(evaluated, DevEvaluation) and [name for name, _ in evaluated.rows] == \
+        [evaluated.judge.short_name, f"  at its threshold ({evaluated.judge.threshold_source})"]
+    assert evaluated.rows[0][1] == cal.calibration  # the same verdicts (the fake judge is deterministic)
+    assert evaluated.judge.threshold == cal.calibration.threshold  # the stored calibration is used
+    cli = invoke("judge", "eval", "--dev", dev, "--judge", "dev-judge-fake", "-J", f"log={log}",
+                 "--results-dir", results)
+    assert cli.exit_code == 0, cli.output
+    assert evaluated.title in cli.stdout
+    assert f"judge: {evaluated.judge.identity}" in cli.stdout and "Neptune Table 2" in cli.stdout
+    with pytest.raises(LvuError, match="nothing to evaluate"):
+        evaluate_dev(dev)

@@ -34,3 +34,10 @@ def test_the_version_lives_in_its_own_module():
     """Modules below the API (the engine, the importer, the frame cache) record it from lvu.version:
     importing the `lvu` package module from there would be an upward import (tests/test_layering.py)."""
     assert lvu.__version__ == lvu.version.__version__ == "0.1.0"
+
+
+def test_lvu_api_lists_every_lazy_name_once():
+    """`__all__` (what `from lvu.api import *` and linters read) and the lazy table name the same names."""
+    import lvu.api
+
+    assert sorted(lvu.api.__all__) == sorted(lvu.api._WHERE) and len(set(lvu.api.__all__)) == len(lvu.api.__all__)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvu.construct.pipeline import Pipeline
+from lvu.construct.pipeline import Item, Pipeline
 from lvu.construct.runner import BuildState
 from lvu.errors import LvuError
 from lvu.models.base import Model
@@ -93,7 +93,6 @@ def build(pipeline: str | Pipeline, inputs: Sequence[str], out: str | Path, *,
         print(done.status, done.written)
     """
     from lvu.construct.pipeline import pipeline_class
-    from lvu.construct.runner import run_build
     from lvu.construct.store import recorded_options
 
     if limit is not None and limit < 1:
@@ -106,10 +105,23 @@ def build(pipeline: str | Pipeline, inputs: Sequence[str], out: str | Path, *,
         cls = pipeline_class(pipeline)
         instance = cls(recorded_options(cls, out, options or {}))
     items = instance.items(list(inputs))[:limit]
-    pairs = {role: model_pair(role, m) for role, m in (models or {}).items()}
     if on_note is not None:
         on_note(f"lvu build {instance.name}: {len(items)} item(s) into {out}")
-    state, written = asyncio.run(run_build(instance, items, out, pairs, concurrency=concurrency,
+    return run_pipeline(instance, items, out, models, concurrency=concurrency, show_progress=show_progress,
+                        executor=executor, ray_address=ray_address, ray_args=ray_args, replace=replace,
+                        arg_flags=arg_flags)
+
+
+def run_pipeline(pipeline: Pipeline, items: Sequence[Item], out: str | Path,
+                 models: Mapping[str, ModelSpec] | None = None, *, concurrency: int = 4, show_progress: bool = True,
+                 executor: str = "local", ray_address: str | None = None, ray_args: dict[str, Any] | None = None,
+                 replace: bool = False, arg_flags: dict[str, str] | None = None) -> BuildResult:
+    """Run a configured pipeline over items it has already read (what `build` and the build
+    shortcuts share): each unit committed as it completes, then its files."""
+    from lvu.construct.runner import run_build
+
+    pairs = {role: model_pair(role, m) for role, m in (models or {}).items()}
+    state, written = asyncio.run(run_build(pipeline, items, out, pairs, concurrency=concurrency,
                                            show_progress=show_progress, executor=executor, ray_address=ray_address,
                                            ray_args=ray_args, replace=replace, arg_flags=arg_flags))
-    return BuildResult(out=Path(out), pipeline=instance.name, n_items=len(items), state=state, written=written)
+    return BuildResult(out=Path(out), pipeline=pipeline.name, n_items=len(items), state=state, written=written)

@@ -26,6 +26,7 @@ from lvu.runs.sweep import add_tags, axes_of, name_of
 if TYPE_CHECKING:
     from lvu.benchmarks.base import Benchmark
     from lvu.models.base import Model
+    from lvu.runs.headline import Headline
 
 
 def run(benchmark: str | Benchmark, model: str | Model, *, settings: dict[str, Any] | None = None,
@@ -137,3 +138,27 @@ def progress_line(item: Any, i: int, n: int) -> str:
     if item.point:
         return f"point {i}/{n}: " + ", ".join(f"{k}={v}" for k, v in item.point.items())
     return f"run {i}/{n}: {item.benchmark} × {item.model}"
+
+
+# ---- what a command shows after its runs (lvu.cli) --------------------------------------------------
+
+
+def tag_run(results_dir: str | Path | None, run_id: str, tags: list[str]) -> None:
+    """Store `tags` with a stored run (`lvu run --tag`; `lvu results list --tag NAME` finds it)."""
+    add_tags(results_dir, run_id, tags)
+
+
+def headline_of(summary: RunSummary) -> Headline | None:
+    """A run's headline score (the row `lvu results list` shows: 'all', Video-MME's 'overall',
+    MLVU's 'M-Avg', a Neptune run's subset), None without tables."""
+    from lvu.runs.headline import headline_of_tables
+
+    return headline_of_tables(summary.tables, summary.spec.settings.get("subset"))
+
+
+def scores_of(summary: RunSummary) -> list[tuple[str, float]]:
+    """A run's scores as (column, score %) for a table of runs: ("score", the headline) first, then
+    the overall table's other rows (Video-MME's short / medium / long, MLVU's G-Avg, ...)."""
+    from lvu.runs.sweep import headline
+
+    return headline(summary)

@@ -1,6 +1,6 @@
 """`lvu report`, `lvu compare`, `lvu analyse` and `lvu certificate`: reports, comparisons and the
 papers' analyses from stored runs (registered on the main app by lvu.cli). Thin: the work is in
-lvu.analysis; heavy imports (numpy, matplotlib) happen inside the commands."""
+lvu.api.analysis; heavy imports (numpy, matplotlib) happen inside the commands."""
 
 from __future__ import annotations
 
@@ -16,13 +16,12 @@ from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
-    from lvu.analysis.runs import RunData
-    from lvu.analysis.table import Table
-    from lvu.runs.store import Store
+    from lvu.api.analysis import Table
 
 Runs = Annotated[Optional[list[str]], typer.Argument(help="Run ids or unique prefixes (default: the latest run).")]
 Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples per CI (0: no intervals).")]
 Seed = Annotated[int, typer.Option("--seed", help="Bootstrap seed (same seed, same intervals).")]
+# As lvu.api.analysis.ANALYSES (a test checks): here for the help text, which needs it at import.
 ANALYSES = ("frames-curve", "single-frame-bias", "modality", "depth", "clue-length", "video-length", "letters",
             "blind", "niah", "leak")
 
@@ -32,7 +31,7 @@ WIDE = 10
 
 
 def print_table(t: Table) -> None:
-    from lvu.analysis.table import cell_text
+    from lvu.api.analysis import cell_text
 
     def text(c: object) -> str:  # data, not markup: a label like "[asr]" must show as written
         return escape(cell_text(c))
@@ -59,35 +58,16 @@ def print_summary(lines: list[tuple[str, str]]) -> None:
         console.print(f"[bold]{key}[/]: {value}", highlight=False)
 
 
-def _load(refs: list[str] | None, results_dir: Path | None) -> tuple[list[RunData], Store]:
-    """The runs named (none: the latest) from the store `open_results` finds (read-only: creates nothing)."""
-    from lvu.analysis.runs import load_runs
-    from lvu.cli.common import open_results
-
-    store = open_results(results_dir)
-    return load_runs(store, refs), store
-
-
 def _located(results_dir: Path | None) -> Path:
-    """The results dir `open_results` would open, its place printed to stderr in the same one line;
-    the library call then opens it read-only (a folder with no store: the same one-line error)."""
-    from lvu.runs.location import existing_results, location_line
+    """The results dir holding the runs (a one-line error when none is there), its place printed to
+    stderr in one line; the library call then opens it read-only."""
+    from lvu.cli.results import located
 
-    directory, why = existing_results(results_dir)
-    err_console.print(location_line(directory, why), markup=False, highlight=False)
-    return directory
+    return located(results_dir)
 
 
 def _err_line(line: str) -> None:
     err_console.print(line, markup=False, highlight=False)
-
-
-def _note_empty_runs(data: list[RunData]) -> None:
-    """One line per run whose every sample failed: its tables hold 0s that are no answers, not wrong ones."""
-    for run in data:
-        if run.no_answers:
-            err_console.print(f"note: run {run.run_id} ({run.label}) has {run.no_answers}: its cells are not scores",
-                              markup=False, highlight=False)
 
 
 def report(
@@ -163,9 +143,7 @@ def analyse(
     takes runs of `lvu build needle` benchmarks: depth x length heatmaps, one per run (frame count).
     leak takes a benchmark or JSONL file, not runs: how well options-only rules answer (exit 0 even
     when a rule leaks; 1 when a -m model's calls failed)."""
-    from lvu.analysis import analyses, sweeps
-    from lvu.analysis.plots import plot_analysis, save
-    from lvu.analysis.runs import RunData, frame_sweeps, modality_groups
+    from lvu.api.analysis import analyse as run_analysis
 
     if name not in ANALYSES:
         raise LvuError(f"unknown analysis {name!r} — use one of {', '.join(ANALYSES)}")
@@ -178,110 +156,45 @@ def analyse(
     given = next((flag for flag, v in leak_only.items() if v), None)
     if given:
         raise LvuError(f"{given} applies to `lvu analyse leak` only — {name} analyses stored runs")
-    bootstrap = 1000 if bootstrap is None else bootstrap
-    loaded, store = _load(runs, results_dir)
-    _note_empty_runs(loaded)
-    if name == "niah":  # any number of needle runs; several frame counts give the frames x depth x length grid
-        return _niah(loaded, store, plot, bootstrap, seed)
-    if name == "blind":  # any number of blind-probe runs, one column each
-        from lvu.analysis.blind import blind_runs
-
-        result = blind_runs(loaded, n_boot=bootstrap, seed=seed)
-    elif name in sweeps.MULTI_RUN:
-        if len(loaded) < 2:  # the stored group of the given run (no RUN: the most recently run group)
-            everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]
-            finder = modality_groups if name == "modality" else frame_sweeps
-            groups = sorted(finder(everything), key=lambda g: sorted((r.info.updated for r in g), reverse=True),
-                            reverse=True)  # newest member first, ties broken by the next newest
-            group = next((g for g in groups if not runs or any(r.run_id == loaded[0].run_id for r in g)), None)
-            if group is None:
-                what = "other input modalities" if name == "modality" else "other frame counts"
-                raise LvuError(f"run {loaded[0].run_id} has no stored runs with {what} of the same model — pass the runs")
-            loaded = group
-        result = sweeps.MULTI_RUN[name](loaded, n_boot=bootstrap, seed=seed)
-    else:
-        if len(loaded) != 1:
-            raise LvuError(f"{name} analyses one run — pass one RUN")
-        result = analyses.SINGLE_RUN[name](loaded[0], n_boot=bootstrap, seed=seed)
-    print_table(result.table())
+    result = run_analysis(name, runs, results_dir=_located(results_dir), bootstrap=1000 if bootstrap is None else bootstrap,
+                          seed=seed, on_note=_err_line)
+    for table in result.tables:
+        print_table(table)
+    for note in result.notes:
+        console.print(f"  {note}", markup=False, highlight=False, style="dim")
     print_summary(result.summary)
-    if name == "modality":  # Video-MME: Table 5's duration x domain layout, with the paper's beside
-        from lvu.analysis.modality_table import videomme_table5
-
-        for table in videomme_table5(loaded):
-            print_table(table)
+    for table in result.after:
+        print_table(table)
     if plot:
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        save(plot_analysis(result), plot)
+        result.write_plot(plot)
         console.print(f"plot: {plot}")
 
 
 def _leak(sources: list[str], results_dir: Path | None, plot: Path | None, seed: int, model: str | None,
           model_arg: list[str], data: Path | None, setting: list[str], by: str | None, json_out: bool) -> None:
-    """`lvu analyse leak BENCH-OR-FILE`: the options-only audit (lvu.analysis.leak)."""
+    """`lvu analyse leak BENCH-OR-FILE`: the options-only audit (lvu.api.analysis.leak_audit)."""
     import json
 
-    from lvu.analysis.leak import audit, leak_analysis, leak_table, leak_warnings
-    from lvu.construct.filter_files import source_benchmark
+    from lvu.api.analysis import leak_audit
 
     if len(sources) != 1:
         raise LvuError(f"leak audits one benchmark or JSONL file, not runs (got {len(sources)}) — e.g. "
                        "`lvu analyse leak videomme --data ~/data/Video-MME` or `lvu analyse leak OUT/needle.jsonl`")
-    source = sources[0]
-    bench = source_benchmark(source, {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")})
-    samples, bad = bench.loaded()
-    if bad:  # never silently: the audit is not of the whole file
-        err_console.print(f"note: {len(bad)} unreadable record(s) left out (`lvu data check` lists them); first: "
-                          f"{bad[0].error}", markup=False, highlight=False)
-    if by == "none":  # the overall rows only
-        by = ""
-    elif by is not None and not any(by in s.labels for s in samples):
-        known = ", ".join(sorted({k for s in samples for k in s.labels})) or "none"
-        raise LvuError(f"--by {by}: no sample of {source} has that label — its labels: {known}")
-    if model_arg and not model:
-        raise LvuError("--model-arg without --model — pass -m MODEL for the text-only row")
-    text_model = (model, parse_kv(model_arg, "--model-arg")) if model else None
-    result = audit(samples, by=by, seed=seed, text_model=text_model, results_dir=results_dir, source=source,
-                   show_progress=not json_out)
-    if not result.audited:
-        reasons = "; ".join(f"{n} {why}" for why, n in result.skipped.items()) or "no samples"
-        raise LvuError(f"{source}: no multiple-choice sample with an answer index — nothing to audit ({reasons})")
+    done = leak_audit(sources[0], data=data, settings=parse_kv(setting, "--set"), by=by, seed=seed, model=model,
+                      model_args=parse_kv(model_arg, "--model-arg"), results_dir=results_dir,
+                      show_progress=not json_out, on_note=_err_line)
     if json_out:
-        console.print(json.dumps(result.to_json(), indent=1, sort_keys=True, ensure_ascii=False), markup=False,
+        console.print(json.dumps(done.to_json(), indent=1, sort_keys=True, ensure_ascii=False), markup=False,
                       highlight=False, soft_wrap=True)
     else:
-        print_table(leak_table(result))
-    for line in leak_warnings(result):
+        print_table(done.table)
+    for line in done.warnings:
         err_console.print(line, markup=False, highlight=False, style="yellow")
     if plot:
-        from lvu.analysis.plots import plot_analysis, save
-
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        save(plot_analysis(leak_analysis(result)), plot)
+        done.write_plot(plot)
         err_console.print(f"plot: {plot}", markup=False, highlight=False)
-    if result.failed:
+    if done.result.failed:
         raise typer.Exit(1)
-
-
-def _niah(data: list[RunData], store: Store, plot: Path | None, bootstrap: int, seed: int) -> None:
-    """One run (or none: the latest) brings the stored runs of its frame sweep along."""
-    from lvu.analysis.niah import niah, plot_niah
-    from lvu.analysis.plots import save
-    from lvu.analysis.runs import RunData, frame_sweeps
-
-    if len(data) == 1:
-        everything = [RunData(i, store.results(i.run_id)) for i in store.runs()]
-        group = next((g for g in frame_sweeps(everything) if any(r.run_id == data[0].run_id for r in g)), None)
-        data = group or data
-    result = niah(data, n_boot=bootstrap, seed=seed)
-    for table in [*result.tables(), result.curve.table()]:
-        print_table(table)
-    for note in result.notes:
-        console.print(f"  {note}", markup=False, highlight=False, style="dim")
-    if plot:
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        save(plot_niah(result), plot)
-        console.print(f"plot: {plot}")
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
@@ -316,28 +229,22 @@ def certificate(
 
     Each certificate is committed to the results dir's ledger as it completes: running the same
     command again resumes, and an edited sample is the only one certified again."""
-    import json
-
-    from lvu.analysis.certificate import certificate_job, summarize
+    from lvu.api.analysis import certificate as certify
 
     settings = {**({"data": str(data)} if data else {}), **parse_kv(setting, "--set")}
     if concurrency < 1:
         raise LvuError(f"--concurrency {concurrency} is not a positive number of samples — e.g. --concurrency 4")
-    job = certificate_job(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"),
-                          limit=limit, fps=_floats(fps, "--fps"), min_clip=min_clip, max_frames=max_frames,
-                          verify=verify, results_dir=results_dir, concurrency=concurrency, fresh=fresh)
-    certs = job.certificates
-    table, analysis = summarize(certs)
-    print_table(table)
-    print_summary(analysis.summary)
+    done = certify(benchmark, model, settings=settings, model_args=parse_kv(model_arg, "--model-arg"), limit=limit,
+                   fps=_floats(fps, "--fps"), min_clip=min_clip, max_frames=max_frames, verify=verify,
+                   results_dir=results_dir, concurrency=concurrency, fresh=fresh)
+    job, certs = done.job, done.job.certificates
+    print_table(done.table)
+    print_summary(done.analysis.summary)
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(json.dumps({**c.__dict__, "effort": c.effort}) + "\n" for c in certs), encoding="utf-8")
+        done.write_rows(out)
         console.print(f"wrote {len(certs)} rows to {out}")
     if plot:
-        from lvu.analysis.plots import plot_analysis, save
-
-        save(plot_analysis(analysis), plot)
+        done.write_plot(plot)
         console.print(f"plot: {plot}")
     console.print(f"certificates: job {job.job_id} in {job.results_dir} ({len(certs) - job.n_reused} computed, "
                   f"{job.n_reused} from the ledger)", markup=False, highlight=False)

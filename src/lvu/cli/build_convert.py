@@ -1,19 +1,18 @@
 """`lvu build convert ucf-crime|ego4d-nlq`: MLVU's two converted tasks (Anomaly Recognition from
 UCF-Crime, Ego Reasoning from Ego4D NLQ) as lvu JSONL (docs/build.md, "MLVU's converted tasks").
-Thin: the work is in lvu.construct.convert_ucf / convert_nlq (the `convert-ucf-crime` and
-`convert-ego4d-nlq` build pipelines: resumable, `lvu build status OUT` opens them); like every
+Thin: lvu.api.build_convert runs the `convert-ucf-crime` and `convert-ego4d-nlq` build pipelines
+(resumable, `lvu build status OUT` opens them); like every
 command module this one imports only typer and rich at module level."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
 from lvu.cli.common import KV_HELP, Replace, console, err_console
-from lvu.errors import LvuError
 
 convert_app = typer.Typer(help="Convert a dataset's labels into a multiple-choice benchmark, as MLVU did.",
                           no_args_is_help=True)
@@ -50,9 +49,7 @@ def ucf_crime_command(
 
         lvu build convert ucf-crime Temporal_Anomaly_Annotation_for_Testing_Videos.txt Anomaly_Train.txt UCF_Crimes/Videos -o ar
     """
-    from lvu.construct.convert_ucf import UcfCrimeConvert
-
-    _convert(UcfCrimeConvert, {"min_seconds": min_seconds, "seed": seed}, inputs, out, llm, llm_arg, concurrency,
+    _convert("ucf-crime", {"min_seconds": min_seconds, "seed": seed}, inputs, out, llm, llm_arg, concurrency,
              replace, quiet)
 
 
@@ -74,31 +71,21 @@ def ego4d_nlq_command(
 
         lvu build convert ego4d-nlq ego4d_data/v2/annotations/nlq_val.json ego4d_data/v2/clips -o er
     """
-    from lvu.construct.convert_nlq import Ego4dNlqConvert
-
-    _convert(Ego4dNlqConvert, {"seed": seed}, inputs, out, llm, llm_arg, concurrency, replace, quiet)
+    _convert("ego4d-nlq", {"seed": seed}, inputs, out, llm, llm_arg, concurrency, replace, quiet)
 
 
-def _convert(cls: Any, options: dict[str, Any], inputs: list[Path], out: Path, llm: str | None,
-             llm_arg: list[str] | None, concurrency: int, replace: bool, quiet: bool) -> None:
-    import asyncio
-
+def _convert(dataset: Literal["ucf-crime", "ego4d-nlq"], options: dict[str, Any], inputs: list[Path], out: Path,
+             llm: str | None, llm_arg: list[str] | None, concurrency: int, replace: bool, quiet: bool) -> None:
+    from lvu.api.building_shortcuts import build_convert
     from lvu.cli.build_run import print_problems
     from lvu.cli.common import parse_kv
-    from lvu.construct.convert_common import problems_of
-    from lvu.construct.runner import run_build
 
-    pipeline = cls({**options, "decoys": "llm" if llm else "default"})  # the library checks every option
-    items = pipeline.items([str(p) for p in inputs])
-    models = {"llm": (llm, parse_kv(llm_arg or [], "--llm-arg"))} if llm else {}
-    problems = problems_of(items)
-    _print_problems(problems, options.get("min_seconds"), out if len(problems) < len(items) else None)
-    if len(problems) == len(items):
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(Counter(p.kind for p in problems).items()))
-        raise LvuError(f"{', '.join(str(p) for p in inputs[:-1])}: no record could be converted ({kinds or 'none found'}) "
-                       "— see the lines above; nothing was written")
-    state, written = asyncio.run(run_build(pipeline, items, out, models, concurrency=concurrency,
-                                           show_progress=not quiet, replace=replace, arg_flags={"llm": "--llm-arg "}))
+    done = build_convert(dataset, inputs, out, options=options,
+                         llm=(llm, parse_kv(llm_arg or [], "--llm-arg")) if llm else None, concurrency=concurrency,
+                         show_progress=not quiet, replace=replace, arg_flags={"llm": "--llm-arg "},
+                         on_problems=lambda problems, n_items: _print_problems(
+                             problems, options.get("min_seconds"), out if len(problems) < n_items else None))
+    state, written = done.state, done.written
     if not written:
         print_problems(state, limit=SHOWN)
         console.print("not complete: run the same command again to resume (failed units are asked again); "

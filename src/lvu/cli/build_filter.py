@@ -1,6 +1,6 @@
 """`lvu build filter`: the papers' blind filters over a benchmark or a JSONL file (docs/build.md,
-"Blind filters"). Thin: the rules are lvu.construct.blind_rules, the pipeline lvu.construct.filtering,
-the files lvu.construct.filter_files and the summary lvu.analysis.blind."""
+"Blind filters"). Thin: lvu.api.build_filter filters, revises, writes the files and audits them;
+this module parses the flags and prints what it returns."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from lvu.cli.common import (KV_HELP, Replace, ResultsDir, check_limit, console, 
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
-    from lvu.benchmarks.base import Benchmark
-    from lvu.construct.filtering import FilterOutcome, FilterSettings
-    from lvu.models.base import Model
+    from lvu.api.building_filter import FilterResult
 
 _POSITIONAL = re.compile(r"^(\d+)\.(.+)$")
 
@@ -35,49 +33,12 @@ def split_model_args(models: list[str], args: dict[str, Any]) -> list[dict[str, 
     return [{**shared, **own} for own in out]
 
 
-def filter_pipeline(settings: FilterSettings, n_models: int) -> Any:
-    """The blind-filter pipeline this command's settings make (its build.json; check_rebuild)."""
-    from lvu.construct.filtering import BlindFilter, pipeline_options
-
-    return BlindFilter(pipeline_options(settings, n_models))
-
-
 def review_app_reviews(queue: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """The review app's decisions on a revision queue file (its review file beside it)."""
-    try:
-        from lvu.web.review_export import reviewed_samples
-    except ImportError as e:
-        raise LvuError(f"reading the reviews of {queue} needs lvu's review app ({e}) — pip install 'lvu[web]'") from None
-    got = reviewed_samples(queue)
-    return {r["id"]: r for r in got.accepted}, dict(got.rejected)
+    """The review app's decisions on a revision queue file (lvu.api.building_filter's; a name here so
+    a test can stand in for the reviewers)."""
+    from lvu.api.building_filter import review_app_reviews as reviews
 
-
-async def _filter(bench: Benchmark, names: list[str], args: list[dict[str, Any]], settings: FilterSettings,
-                  revise_into: Path | None = None, max_rounds: int = 0,
-                  **kwargs: Any) -> tuple[FilterOutcome, dict[str, Any]]:
-    """The outcome (with `revise_into`: its revision's too), and the build.json that lets `lvu
-    build status OUT` open the filter's folder."""
-    from lvu.construct.filtering import filter_samples, model_roles, unique_items
-    from lvu.construct.revise import revise_flagged
-    from lvu.construct.store import build_config
-    from lvu.models.probes import build_model
-
-    models: list[Model] = []
-    try:
-        for name, a in zip(names, args):
-            models.append(build_model(name, a))
-        outcome = await filter_samples(bench, models, settings, **kwargs)
-        if revise_into is not None and not outcome.interrupted and not outcome.notes:
-            outcome.revision = await revise_flagged(
-                outcome, models, settings, revise_into, max_rounds=max_rounds, reviews=review_app_reviews, concurrency=kwargs["concurrency"],
-                fresh=kwargs["fresh"], show_progress=kwargs.get("show_progress", True))
-            outcome.calls += outcome.revision.calls
-        config = build_config(filter_pipeline(settings, len(models)), dict(zip(model_roles(len(models)), models)), unique_items(outcome.samples),
-                              store_dir=outcome.results_dir)
-        return outcome, config
-    finally:
-        for m in models:
-            await m.close()
+    return reviews(queue)
 
 
 def filter_command(
@@ -113,95 +74,33 @@ def filter_command(
 
         lvu build filter videomme --data ~/data/Video-MME --rule text-only -m openai -a model=gpt-4o -o vmme-clean
     """
-    from lvu.construct.filter_files import source_benchmark
-    from lvu.construct.filtering import FilterSettings, model_roles, unique_items
-    from lvu.construct.store import build_lock, check_rebuild, refuse_other_build
+    from lvu.api.building_filter import build_filter
 
     check_limit(limit)
-    if concurrency < 1:
-        raise LvuError(f"--concurrency {concurrency} is not a positive number of questions — e.g. --concurrency 8")
-    settings = FilterSettings(rule=rule, seeds=seeds, threshold=threshold, seed_base=seed_base, asr=asr,
-                              allow_single=allow_single)
-    settings.check(len(model))
-    from lvu.construct.revise import DEFAULT_MAX_ROUNDS
-
-    if max_rounds is not None and not revise:
-        raise LvuError("--max-rounds counts revision rounds: pass it with --revise")
-    rounds = DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds
-    if rounds < 1:
-        raise LvuError(f"--max-rounds {rounds} — give at least 1 round of revision (default {DEFAULT_MAX_ROUNDS})")
-    refuse_other_build(out, "blind-filter")  # before any call: OUT is another build's folder
     bench_settings = {**({"data": str(data)} if data else {}), **({"video_dir": str(video_dir)} if video_dir else {}),
                       **parse_kv(setting, "--set")}
-    bench = source_benchmark(source, bench_settings)
-    samples, bad = bench.loaded()
-    if limit is not None:
-        samples = samples[:limit]
     args = split_model_args(model, parse_kv(model_arg, "--model-arg"))
-    from lvu.runs.store import default_results_dir
-
-    # one builder per output folder; the lock sits beside the filter's ledger, so a killed filter leaves OUT as it was
-    with build_lock(out, lock_dir=results_dir if results_dir is not None else default_results_dir()):
-        check_rebuild(out, filter_pipeline(settings, len(model)), unique_items(samples),
-                      dict(zip(model_roles(len(model)), model)), replace=replace)
-        if not revise and not replace:
-            refuse_dropping_revisions(out)
-        _filter_into(out, bench, model, args, settings, samples, bad, results_dir, concurrency, fresh, plot,
-                     bootstrap, rounds if revise else None)
+    done = build_filter(source, rule, out, model, model_args=args, seeds=seeds, threshold=threshold,
+                        seed_base=seed_base, asr=asr, allow_single=allow_single, revise=revise, max_rounds=max_rounds,
+                        settings=bench_settings, limit=limit, concurrency=concurrency, fresh=fresh, plot=plot,
+                        bootstrap=bootstrap, results_dir=results_dir, replace=replace,
+                        reviews=lambda queue: review_app_reviews(queue),  # looked up per call: tests replace it
+                        on_note=lambda line: err_console.print(line, markup=False, highlight=False))
+    _say(done)
 
 
-def refuse_dropping_revisions(out: Path) -> None:
-    """A filter without --revise into a folder revised before would put the revisions' questions
-    back as removed and forget the kept revisions: refused, in one line."""
-    import json
-
-    try:
-        revised = "revision" in json.loads((out / "summary.json").read_text())
-    except (OSError, ValueError, TypeError):
-        return
-    if revised:
-        raise LvuError(f"{out} holds a revision loop (--revise; {out / 'revision'}) — run its command with --revise "
-                       "to go on, or pass --replace to filter without revising; nothing was changed")
-
-
-def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, Any]], settings: Any, samples: Any,
-                 bad: Any, results_dir: Any, concurrency: int, fresh: bool, plot: Optional[Path], bootstrap: int,
-                 max_rounds: int | None) -> None:
-    import asyncio
-
-    from lvu.analysis.blind import write_filter_summary
+def _say(done: FilterResult) -> None:
+    """The filter's closing lines and exit code, from what build_filter returns."""
     from lvu.cli.analysis import print_summary, print_table
-    from lvu.construct.filter_files import write_outputs
-    from lvu.construct.revise import RevisionOutcome, write_queue
-    from lvu.construct.runner import audit_benchmark
-    from lvu.construct.store import BuildStore
 
-    outcome, config = asyncio.run(_filter(bench, model, args, settings, revise_into=None if max_rounds is None else out,
-                                          max_rounds=max_rounds or 0, samples=samples, bad=bad,
-                                          results_dir=results_dir, concurrency=concurrency, fresh=fresh))
-    revision = outcome.revision
-    assert revision is None or isinstance(revision, RevisionOutcome)  # what _filter's revise_flagged put there
-    if revision is not None and revision.stopped:
-        outcome.notes.append(revision.stopped)
+    outcome, revision, out = done.outcome, done.revision, done.out
     for note in outcome.notes:
         err_console.print(f"error: {note}", markup=False, highlight=False)
-    if outcome.interrupted or outcome.notes or (revision is not None and revision.interrupted):
+    if not done.written:
         err_console.print(f"{len(outcome.checked)} decisions are in the ledger ({outcome.results_dir}); run the same "
                           "command again to resume — no file written", markup=False, highlight=False)
         raise typer.Exit(130 if outcome.interrupted else 1)
-    paths = write_outputs(outcome, out)
-    queue = write_queue(revision) if revision is not None else None
-    audit_benchmark(paths["kept"], out, say=lambda line: err_console.print(line, markup=False, highlight=False))
-    extra: dict[str, Any] = {}
-    if settings.rule == "lvbench":
-        extra["single_model"] = len(model) == 1
-    if revision is not None:
-        kept_first = len(outcome.kept) - len(revision.having("kept"))
-        extra.update(removed=len(revision.having("dropped")), flagged=len(outcome.removed),
-                     revision={"kept_first_pass": kept_first, **revision.counts()},
-                     groups_measure="removed_pct: the share the first pass flagged (sent for revision)")
-    analysis = write_filter_summary(outcome, out, settings, model, bootstrap=bootstrap, extra=extra)
-    BuildStore.write_config_to(out, config)  # `lvu build status OUT` / `show OUT ID` open it
+    paths, analysis = done.paths, done.analysis
     if analysis is not None:
         if revision is not None:
             console.print("first pass (--revise: 'removed' below = flagged and sent for revision):", markup=False,
@@ -209,21 +108,17 @@ def _filter_into(out: Path, bench: Any, model: list[str], args: list[dict[str, A
         print_table(analysis.table())
         print_summary([("flagged, sent for revision" if revision is not None and key == "removed" else key, value)
                        for key, value in analysis.summary])
-        if plot:
-            from lvu.analysis.plots import plot_analysis, save
-
-            plot.parent.mkdir(parents=True, exist_ok=True)
-            save(plot_analysis(analysis), plot)
-            console.print(f"plot: {plot}", markup=False, highlight=False)
+        if done.plot:
+            console.print(f"plot: {done.plot}", markup=False, highlight=False)
     elif not outcome.checked:
         console.print(f"no question to check: {len(outcome.skipped)} skipped (not multiple choice with an answer)",
                       markup=False, highlight=False)
-    if extra.get("single_model"):
+    if done.single_model:
         err_console.print("note: --allow-single: LVBench's rule reduced to one model — a question is removed when "
                           "this model is right without the video (the paper: only when GLM-4 and GPT-4 both were)",
                           markup=False, highlight=False)
     if revision is not None:
-        _say_revision(revision, len(outcome.kept) - len(revision.having("kept")), queue)
+        _say_revision(revision, done.kept_first_pass, done.queue)
     removed = len(outcome.removed_samples())
     console.print(f"wrote {paths['kept']} ({len(outcome.kept)} kept), {paths['removed']} ({removed} "
                   f"removed), {paths['decisions']}, {out / 'summary.json'}, {out / 'leak.json'}", markup=False,

@@ -1,7 +1,8 @@
 """`lvu build needle` and `lvu build ladder`: needle-in-a-haystack benchmarks on your own videos
 and MLVU's Time-ladder (docs/build.md, "Needles and the time ladder"). Thin: the work is in
 lvu.construct.needle_pipeline / needles / splice and lvu.construct.ladder (the `needle` and `ladder`
-build pipelines: resumable through OUT's build store, `lvu build status OUT` opens them)."""
+build pipelines: resumable through OUT's build store, `lvu build status OUT` opens them), run by
+lvu.api.build_needle / build_ladder."""
 
 from __future__ import annotations
 
@@ -46,41 +47,38 @@ def needle_command(
 
         lvu build needle -b backgrounds/ -n needles.jsonl --task nqa --depths 0,25,50,75,100 --lengths 180,600 -o niah
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-    from lvu.construct.needle_llm_stages import QuestionsIncomplete
-    from lvu.construct.needle_pipeline import (
-        NeedleOptions,
-        NeedlePipeline,
-        build_needles,
-        flag_options,
-    )
+    from lvu.api.building_shortcuts import QuestionsIncomplete, build_needle
 
     if workers < 1:
         raise LvuError(f"--workers {workers}: must be at least 1")
     models = _question_models(task, questions, llm, llm_arg, vlm, vlm_arg, captioner, concurrency)
-    options = flag_options(NeedleOptions, {
-        "needles": str(needles), "segments": str(segments) if segments else None, "task": task, "depths": depths,
-        "lengths": lengths, "per_cell": per_cell,
-        "order_size": order_size, "max_count": max_count, "needle_seconds": needle_seconds, "seed": seed, "crf": crf,
-        "reencode": reencode, "exact_audio": exact_audio, "questions": questions,
-        "captioner": captioner or ("vlm" if vlm else "none")})
-    pipeline = NeedlePipeline(options)
-    items = pipeline.items([str(background)])
     bar = Progress(TextColumn("making needle videos"), BarColumn(), MofNCompleteColumn(), console=err_console,
                    transient=True)
-    with bar:
-        todo = bar.add_task("", total=len(items))
-        try:
-            result = build_needles(pipeline, items, out, workers=workers, progress=lambda item, made: bar.advance(todo),
-                                   replace=replace, models=models, concurrency=concurrency)
-        except QuestionsIncomplete as e:  # the videos are made; some needles' questions are not
-            bar.stop()
-            for line in e.lines:
-                err_console.print(f"failed: {line}", markup=False, highlight=False)
-            err_console.print(f"no needle.jsonl yet: {len(e.lines)} unit(s) failed (each recorded; `lvu build status "
-                              f"{out}`) — run the same command again to ask them again", markup=False, highlight=False)
-            raise typer.Exit(1) from None
+    todo: list[TaskID] = []
+
+    def start(n_items: int) -> None:
+        bar.start()
+        todo.append(bar.add_task("", total=n_items))
+
+    try:
+        result = build_needle(background, needles, out, options={
+            "segments": str(segments) if segments else None, "task": task, "depths": depths,
+            "lengths": lengths, "per_cell": per_cell,
+            "order_size": order_size, "max_count": max_count, "needle_seconds": needle_seconds, "seed": seed, "crf": crf,
+            "reencode": reencode, "exact_audio": exact_audio, "questions": questions,
+            "captioner": captioner or ("vlm" if vlm else "none")}, models=models, workers=workers,
+            concurrency=concurrency, replace=replace, on_start=start, progress=lambda item, made: bar.advance(todo[0]))
+    except QuestionsIncomplete as e:  # the videos are made; some needles' questions are not
+        bar.stop()
+        for line in e.lines:
+            err_console.print(f"failed: {line}", markup=False, highlight=False)
+        err_console.print(f"no needle.jsonl yet: {len(e.lines)} unit(s) failed (each recorded; `lvu build status "
+                          f"{out}`) — run the same command again to ask them again", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    finally:
+        bar.stop()
     modes = ", ".join(f"{n} {m}" for m, n in sorted(result.modes.items()))
     total = sum(result.frames.values())
     copied = f", {100 * result.frames.get('copied', 0) / total:.0f}% of frames copied" if total else ""
@@ -139,11 +137,9 @@ def ladder_command(
 
         lvu build needle -b bg/ -n clips/ --depths random --lengths 600 -o nqa && lvu build ladder nqa/needle.jsonl -o ladder
     """
-    from lvu.construct.ladder import LadderOptions, build_ladder, load_sources
-    from lvu.construct.needle_pipeline import flag_options
+    from lvu.api.building_shortcuts import build_ladder
 
-    rungs_wanted = flag_options(LadderOptions, {"lengths": lengths}).lengths
-    result = build_ladder(load_sources(sources), out, tuple(rungs_wanted), replace=replace)
+    result = build_ladder(sources, out, lengths, replace=replace)
     rungs = sorted({length for _, length in result.kept} | {length for _, length in result.outside})
     tasks = sorted({t for t, _ in result.kept} | {t for t, _ in result.outside})
     table = Table(title="questions kept per length (dropped: evidence past the cut or video too short)",

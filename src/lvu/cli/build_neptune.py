@@ -1,10 +1,9 @@
 """`lvu build neptune` (Neptune's QAD pipeline on a folder of videos, the shortcut for `lvu build
-run neptune`) and `lvu build subsets`. Thin: the stages are lvu.construct.neptune, the mechanism
-lvu.construct.pipeline / lvu.construct.runner (docs/build.md, "The Neptune pipeline")."""
+run neptune`) and `lvu build subsets`. Thin: lvu.api.build_neptune / build_subsets run them
+(docs/build.md, "The Neptune pipeline"); this module parses the flags and prints what they return."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -13,7 +12,6 @@ import typer
 from lvu.cli.build_run import print_problems, print_status
 from lvu.cli.common import (KV_HELP, Executor, RayAddress, RayArgs, Replace, check_limit, console, err_console,
                             parse_kv)
-from lvu.errors import LvuError
 
 
 def neptune_command(
@@ -71,32 +69,26 @@ def neptune_command(
     questions, six decoys, the QAD blind filter; writes Neptune's release schema and lvu JSONL that
     `lvu run` evaluates. Every output is committed as it comes: run the same command to resume.
     Exit codes: 0 all done; 1 some units failed (see lvu build status); 130 interrupted."""
-    from lvu.construct.neptune import Neptune
-    from lvu.construct.runner import find_videos, run_build
-
-    from lvu.construct.store import recorded_options
+    from lvu.api.building_shortcuts import build_neptune
 
     check_limit(limit)
-    pipeline = Neptune(recorded_options(Neptune, out, {"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
-                        "max_seconds": max_seconds, "truncate_seconds": truncate_seconds,
-                        "static_threshold": static_threshold, "metadata_rules": metadata_rules,
-                        "as_of": as_of, "min_face_height": min_face_height,
-                        "max_talking_fraction": max_talking_fraction, "filter_seeds": filter_seeds,
-                        "filter_threshold": filter_threshold}))  # the library checks every option
-    if captioner == "vlm" and not vlm:
-        raise LvuError("--captioner vlm needs --vlm MODEL (an image model for the frame captions) — "
-                       "or pass --captioner ocr to caption frames with their on-screen text, offline")
-    videos = find_videos(videos_dir, limit)
     llm_spec = (llm, parse_kv(llm_arg or [], "--llm-arg"))
-    models = {"llm": llm_spec, **({"filter": (filter_model, parse_kv(filter_arg or [], "--filter-arg"))}
-                                  if filter_model else {})}
+    models: dict[str, tuple[str, dict[str, Any]]] = {
+        "llm": llm_spec, **({"filter": (filter_model, parse_kv(filter_arg or [], "--filter-arg"))} if filter_model else {})}
     if vlm:
         models["vlm"] = (vlm, parse_kv(vlm_arg or [], "--vlm-arg"))
-    err_console.print(f"lvu build neptune: {len(videos)} video(s) from {videos_dir} into {out}", highlight=False)
-    state, written = asyncio.run(run_build(pipeline, videos, out, models, concurrency=concurrency,
-                                           show_progress=not quiet, executor=executor, ray_address=ray_address,
-                                           ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
-                                           arg_flags={role: f"--{role}-arg " for role in models}))
+    done = build_neptune(videos_dir, out, llm=llm_spec, vlm=models.get("vlm"), filter_model=models.get("filter"),
+                         options={"captioner": captioner, "asr": asr, "questions": questions, "min_seconds": min_seconds,
+                                  "max_seconds": max_seconds, "truncate_seconds": truncate_seconds,
+                                  "static_threshold": static_threshold, "metadata_rules": metadata_rules,
+                                  "as_of": as_of, "min_face_height": min_face_height,
+                                  "max_talking_fraction": max_talking_fraction, "filter_seeds": filter_seeds,
+                                  "filter_threshold": filter_threshold},
+                         limit=limit, concurrency=concurrency, show_progress=not quiet, executor=executor,
+                         ray_address=ray_address, ray_args=parse_kv(ray_arg or [], "--ray-arg"), replace=replace,
+                         on_note=lambda line: err_console.print(line, highlight=False),
+                         arg_flags={role: f"--{role}-arg " for role in models})
+    state, written = done.state, done.written
     print_status(state, title=f"lvu build neptune — {out}")
     print_problems(state)
     console.print(f"{written['questions']} question(s) on {written['videos']} video(s) kept; "
@@ -133,23 +125,10 @@ def subsets_command(
     MMA: questions neither the ASR filter (the QAD filter with the transcript) nor the QAD filter
     removes. MMH: questions the raters marked as not audio-only (a `lvu review export` folder) that
     the QAD filter does not remove. Resumable: every filter decision is stored as it is made."""
-    from lvu.construct.neptune_subsets import build_subsets
-    from lvu.construct.store import load_models
+    from lvu.api.building_shortcuts import build_subsets
 
-    if not 1 <= threshold <= seeds:
-        raise LvuError(f"--threshold {threshold}: must be from 1 to --seeds ({seeds})")
-    if concurrency < 1:
-        raise LvuError(f"--concurrency {concurrency}: must be at least 1")
-    model = load_models({"filter": (llm, parse_kv(llm_arg or [], "--llm-arg"))}, {"filter": "--llm-arg "})["filter"]
-
-    async def go() -> Any:
-        try:
-            return await build_subsets(source, [model], seeds=seeds, threshold=threshold, concurrency=concurrency,
-                                       show_progress=not quiet)
-        finally:
-            await model.close()
-
-    done = asyncio.run(go())
+    done = build_subsets(source, (llm, parse_kv(llm_arg or [], "--llm-arg")), seeds=seeds, threshold=threshold,
+                         concurrency=concurrency, show_progress=not quiet, arg_flags={"filter": "--llm-arg "})
     if done.interrupted:
         err_console.print("interrupted: the decisions made so far are stored — run the same command to go on",
                           highlight=False)

@@ -61,10 +61,11 @@ def print_problems(state: Any, *, limit: int | None = None) -> None:
 def status_command(out: Annotated[Path, typer.Argument(help="A build folder (the -o of lvu build ...).")]) -> None:
     """Per stage: units done / failed / pending, items by state, calls, tokens and wall time; then
     every skipped item with the reason and every failed unit with its error."""
-    from lvu.construct.runner import open_build
+    from lvu.api.building_inspect import build_status
 
-    pipeline, videos, state = open_build(out)
-    print_status(state, title=f"lvu build {pipeline.name} — {out} ({len(videos)} item(s))")
+    status = build_status(out)
+    state = status.state
+    print_status(state, title=f"lvu build {status.pipeline} — {out} ({len(status.items)} item(s))")
     print_problems(state)
     pending = [s for s in state.stages if s.pending]
     if pending:
@@ -86,24 +87,9 @@ def show_command(
 ) -> None:
     """Every stage's output for one item: each unit's result (or error), its calls, tokens, time;
     for an item a stage dropped, the reason and that stage's evidence."""
-    from lvu.construct.runner import open_build, tokens_of
+    from lvu.api.building_inspect import build_item, tokens_of
 
-    _, videos, state = open_build(out)
-    if video not in {v.id for v in videos}:
-        raise LvuError(f"{out}: no item {video!r} — its items: {', '.join(v.id for v in videos[:20])}"
-                       + (f" ... ({len(videos)} in all)" if len(videos) > 20 else ""))
-    dump: list[dict[str, Any]] = []
-    for stage in state.stages:
-        vstate = state.states[stage.name].get(video, "?")
-        units: list[dict[str, Any]] = []
-        for view in state.units.get(stage.name, {}).get(video, []):
-            e = view.entry
-            record = (e.result or {}) if e else {}
-            units.append({"unit": view.unit.id, "state": "pending" if e is None else "failed" if e.error else "done",
-                          "output": record.get("output"), "error": e.error if e else None,
-                          "calls": record.get("calls", []), "seconds": round(e.finished - e.started, 3) if e else None})
-        dump.append({"stage": stage.name, "role": stage.role, "state": vstate,
-                     "note": state.notes[stage.name].get(video), "units": units})
+    dump = build_item(out, video)
     if as_json:
         console.print_json(json.dumps(dump, ensure_ascii=False))
         return
@@ -193,38 +179,21 @@ def run_command(
         raise typer.Exit(1)
 
 
-def _type_name(annotation: Any) -> str:
-    """`float | None`, `auto|subtitles|none` for a Literal, `list[float]`: what --opt takes."""
-    from typing import Literal, Union, get_args, get_origin
-
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
-        return "|".join(str(a) for a in args)
-    if origin is Union or type(annotation).__name__ == "UnionType":
-        return " | ".join(_type_name(a) for a in args)
-    if origin in (list, tuple):
-        return f"list of {_type_name(args[0])}" if args else "list"
-    return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
-
-
 def list_command(
     name: Annotated[Optional[str], typer.Argument(help="Only this pipeline (also module:Class).")] = None,
 ) -> None:
     """Every build pipeline: what it does, its options (type, default, meaning) and model roles."""
-    from lvu.construct.pipeline import pipeline_class, pipeline_names
+    from lvu.api.building_inspect import pipelines
 
-    for pname in [name] if name else pipeline_names():
-        cls = pipeline_class(pname)
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        console.print(f"[bold]{pname}[/bold] — {' '.join(doc.split())}", highlight=False)
+    for info in pipelines(name):
+        console.print(f"[bold]{info.name}[/bold] — {info.summary}", highlight=False)
         table = Table(show_edge=False, box=None, pad_edge=False)
         for column in ("option", "type", "default", "meaning"):
             table.add_column(column)
-        for field, info in cls.Options.model_fields.items():
-            kind = _type_name(info.annotation)
-            table.add_row(f"  {field}", kind, json.dumps(info.default), info.description or "")
-        if cls.Options.model_fields:
+        for option in info.options:
+            table.add_row(f"  {option.name}", option.type, option.default_text, option.meaning)
+        if info.options:
             console.print(fold_cells(table))
-        for role, what in cls.models.items():
+        for role, what in info.models.items():
             console.print(f"  model {role}: {what}", markup=False, highlight=False)
         console.print("")

@@ -1,7 +1,6 @@
 """`lvu build select VIDEOS --rules longvideobench|videomme|lvbench|neptune|FILE -o OUT`: each paper's
-video selection (docs/build.md, "Selecting videos"). Thin: the rules are lvu.construct.select_rules,
-the build lvu.construct.select_pipeline (the `select` pipeline: resumable, `lvu build status/show OUT`
-open it); like every command module this one imports only typer and rich at module level."""
+video selection (docs/build.md, "Selecting videos"). Thin: lvu.api.build_select runs the `select`
+pipeline (resumable, `lvu build status/show OUT` open it); like every command module this one imports only typer and rich at module level."""
 
 from __future__ import annotations
 
@@ -70,29 +69,21 @@ def select_command(
         lvu build select videos/ --rules longvideobench -o lvb-select
         lvu build show lvb-select VIDEO_ID
     """
-    import asyncio
+    from lvu.api.building_shortcuts import build_select, rules_text, selection_rules
 
-    from lvu.construct.select_rules import load_rules, rules_text
-
-    loaded = _targets(target or [], load_rules(rules))
+    loaded = _targets(target or [], selection_rules(rules))
     if print_rules:
         console.print(rules_text(loaded), markup=False, highlight=False, end="")
         return
     if videos_dir is None or out is None:
         raise LvuError("lvu build select: pass the videos folder and -o OUT (or --print-rules)")
     from lvu.cli.build_run import print_problems
-    from lvu.construct.runner import run_build
-    from lvu.construct.select_pipeline import Select
-    from lvu.construct.store import recorded_options
 
-    pipeline = Select(recorded_options(Select, out, {
-        "rules": loaded.model_dump(mode="json"), "seed": seed, "as_of": as_of, "quality": quality,
-        "quality_args": parse_kv(quality_arg or [], "--quality-arg"), "language_model": language_model}))
-    items = pipeline.items([str(videos_dir)])
-    err_console.print(f"lvu build select: {len(items)} video(s) from {videos_dir}, rules {loaded.name}, as of "
-                      f"{pipeline.options['as_of']}, into {out}", highlight=False)
-    state, written = asyncio.run(run_build(pipeline, items, out, {}, concurrency=concurrency,
-                                           show_progress=not quiet, replace=replace))
+    done = build_select(videos_dir, out, loaded, seed=seed, as_of=as_of, quality=quality,
+                        quality_args=parse_kv(quality_arg or [], "--quality-arg"), language_model=language_model,
+                        concurrency=concurrency, show_progress=not quiet, replace=replace,
+                        on_note=lambda line: err_console.print(line, highlight=False))
+    state, written = done.state, done.written
     if not written:
         print_problems(state, limit=20)
         console.print("not complete: run the same command again to resume", highlight=False)

@@ -3,9 +3,9 @@ option and opening the runs it names (`open_results`), KEY=VALUE parsing, the --
 checks, and the tables of a run's scores.
 
 cli.py registers the commands; the command modules (cli/run.py, cli/results.py, cli/judge.py,
-cli/analysis.py, cli/importing.py, web/serve.py's `view`) import these from here, never from root.py,
-so no command module and root.py import each other. Imports stay light (typer, rich): `lvu --help`
-loads this module.
+cli/analysis.py, cli/importing.py, cli/review.py) import these from here, never from root.py,
+so no command module and root.py import each other. `lvu --help` loads this module: its help texts
+come from lvu.api.location, as light as lvu.runs.location (the store loads when a command opens runs).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+# The rule for where runs are, in words: every command's --results-dir help says it (re-exported).
+from lvu.api.location import RESULTS_DIR_HELP as RESULTS_DIR_HELP
+from lvu.api.location import RESULTS_DIR_RULE as RESULTS_DIR_RULE
 from lvu.console_output import fold_cells, make_console
 from lvu.errors import LvuError
-# The rule for where runs are, in words: every command's --results-dir help says it (re-exported).
-from lvu.runs.location import RESULTS_DIR_HELP as RESULTS_DIR_HELP
-from lvu.runs.location import RESULTS_DIR_RULE as RESULTS_DIR_RULE
 
 if TYPE_CHECKING:
-    from lvu.runs.store import Store
+    from lvu.api.location import Store
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -38,7 +38,7 @@ def open_results(results_dir: Path | None, *, read_only: bool = True, quiet: boo
     `results tag/delete`, `judge score`): found by `results_location`, its place printed to stderr
     in one line (`quiet`: not, e.g. beside --json), and a one-line LvuError saying where lvu
     looked when there is none there — creating nothing."""
-    from lvu.runs.store import Store, existing_results, location_line
+    from lvu.api.location import Store, existing_results, location_line
 
     directory, why = existing_results(results_dir)
     if not quiet:

@@ -9,7 +9,6 @@ Imports only typer and rich at module level (`lvu --help` stays fast); docs/judg
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -21,7 +20,7 @@ from lvu.console_output import fold_cells
 from lvu.errors import LvuError
 
 if TYPE_CHECKING:
-    from lvu.scoring.judges import DevRow, Judge
+    from lvu.api.judging import Calibration, DevJudged, Judge
 
 judge_app = typer.Typer(help="Judges: GEM-style equivalence, MLVU generation scoring, LLM choice extraction; "
                              "calibration and metric evaluation on labelled dev sets.", no_args_is_help=True)
@@ -38,49 +37,40 @@ DevFresh = Annotated[bool, typer.Option("--fresh", help="Ask the judge again for
 
 def _make_judge(name: str | None, args: list[str], threshold: float | None = None,
                 threshold_file: Path | None = None) -> Judge:
+    from lvu.api.judging import NO_JUDGE, as_judge
     from lvu.cli.common import parse_kv
-    from lvu.scoring.judges import make_judge
 
     if not name:
-        raise LvuError("no judge model — pass --judge NAME (e.g. --judge openai -J model=... -J base_url=...)")
-    return make_judge(name, parse_kv(args, "-J"), threshold_file, threshold=threshold)
+        raise LvuError(NO_JUDGE)
+    return as_judge(name, parse_kv(args, "-J"), threshold=threshold, threshold_file=threshold_file)
 
 
-def _judge_dev(judge: Judge, rows: list[DevRow], dev: Path, concurrency: int, results_dir: Path | None,
-               fresh: bool) -> list[float | None]:
-    """P(equivalent) per dev row (None where the judge call failed; failures are reported). Each
-    judgement is committed to the ledger as it arrives (lvu.runs.dev_judging): a rerun resumes."""
-    import asyncio  # here, not at module level: every `lvu` command would pay for it (~30 ms)
+def _judge_args(name: str | None, args: list[str]) -> dict[str, object] | None:
+    from lvu.cli.common import parse_kv
 
+    return parse_kv(args, "-J") if name else None
+
+
+def _print_dev_notes(judged: DevJudged) -> None:
+    """What judging the dev set did, on stderr: rows taken from the ledger, failures, text verdicts;
+    an interrupted job exits 130 (run the same command again to resume)."""
     from lvu.cli.common import err_console
-    from lvu.runs.dev_judging import judge_dev_set
 
-    done = asyncio.run(judge_dev_set(judge, rows, dev, results_dir=results_dir, concurrency=concurrency, fresh=fresh))
-    if done.n_reused:
-        err_console.print(f"{done.n_reused} of {len(rows)} dev rows were judged before by this judge (ledger job "
-                          f"{done.job_id}): not asked again — --fresh asks again", markup=False, highlight=False)
-    if done.interrupted:
-        n = sum(j is not None for j in done.judgements)
-        err_console.print(f"interrupted — {n} of {len(rows)} dev rows are judged and kept in the ledger; run the same "
-                          "command again to resume", markup=False, highlight=False)
+    n_rows = len(judged.rows)
+    if judged.n_reused:
+        err_console.print(f"{judged.n_reused} of {n_rows} dev rows were judged before by this judge (ledger job "
+                          f"{judged.job_id}): not asked again — --fresh asks again", markup=False, highlight=False)
+    if judged.interrupted:
+        err_console.print(f"interrupted — {judged.n_judged} of {n_rows} dev rows are judged and kept in the ledger; "
+                          "run the same command again to resume", markup=False, highlight=False)
         raise typer.Exit(130)
-    judgements = [j for j in done.judgements if j is not None]  # all of them: the job ran to its end
-    failed = [(r.id, j.error) for r, j in zip(rows, judgements) if j.error]
-    for row_id, error in failed[:5]:
+    for row_id, error in judged.failed[:5]:
         err_console.print(f"row {row_id}: judge failed: {error}", markup=False, highlight=False)
-    if failed:
-        err_console.print(f"{len(failed)} of {len(rows)} rows left out: the judge failed on them")
-    methods = {j.method for j in judgements if not j.error}
-    if "text" in methods or "parse-failed" in methods:
-        n_text = sum(1 for j in judgements if j.method in ("text", "parse-failed"))
-        err_console.print(f"note: {n_text} verdicts were read from the reply text (no TRUE/FALSE log-probabilities): "
-                          "their scores are 0 or 1, so the threshold cannot do much")
-    return [None if j.error else j.value for j in judgements]
-
-
-def _scored(rows: list[DevRow], scores: list[float | None]) -> tuple[list[float], list[int]]:
-    kept = [(s, r.label) for r, s in zip(rows, scores) if s is not None and not math.isnan(s)]
-    return [s for s, _ in kept], [y for _, y in kept]
+    if judged.failed:
+        err_console.print(f"{len(judged.failed)} of {n_rows} rows left out: the judge failed on them")
+    if judged.n_text:
+        err_console.print(f"note: {judged.n_text} verdicts were read from the reply text (no TRUE/FALSE "
+                          "log-probabilities): their scores are 0 or 1, so the threshold cannot do much")
 
 
 @judge_app.command("score")
@@ -102,11 +92,10 @@ def score_run(
     judge (model and threshold) are skipped unless --fresh."""
     from lvu.api.judging import judge as judge_run
     from lvu.cli.common import console, err_console, print_tables
-    from lvu.runs.location import existing_results, location_line
+    from lvu.cli.results import located
 
     judge_obj = _make_judge(judge, judge_arg, threshold, threshold_file)
-    directory, why = existing_results(results_dir)  # judges a stored run: creates no store
-    err_console.print(location_line(directory, why), markup=False, highlight=False)
+    directory = located(results_dir)  # judges a stored run: creates no store
     done = judge_run(run_id, judge_obj, llm_extract=llm_extract, fresh=fresh, concurrency=concurrency,
                      results_dir=directory)
     print_tables(done.tables, f"{done.benchmark} × {done.model}")
@@ -132,21 +121,19 @@ def calibrate_command(
     The F1-maximising threshold is stored for this judge; later uses of the same judge (model and
     arguments) load it. Each row's judgement is kept in the results dir's ledger as it arrives: an
     interrupted calibration resumes, and after editing the dev file only the changed rows are asked."""
+    from lvu.api.judging import calibrate_judge
     from lvu.cli.common import console
-    from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set, save_calibration
 
-    rows = read_dev_set(dev)
-    judge_obj = _make_judge(judge, judge_arg, threshold=0.5)  # the threshold does not change P(equivalent)
-    scores, labels = _scored(rows, _judge_dev(judge_obj, rows, dev, concurrency, results_dir, fresh))
-    cal = calibrate(scores, labels)
-    path = save_calibration(judge_obj, cal, dev=dev, n=len(scores), positives=sum(labels))
-    if out:
-        save_calibration(judge_obj, cal, dev=dev, n=len(scores), positives=sum(labels), path=out)
-    table = _metric_table(f"{judge_obj.short_name} on {dev.name} ({len(scores)} rows, {sum(labels)} equivalent)")
-    _metric_row(table, "calibrated (max F1)", cal)
-    _metric_row(table, "default 0.5", binary_metrics(scores, labels, 0.5))
+    done = calibrate_judge(dev, judge, model_args=_judge_args(judge, judge_arg), concurrency=concurrency, out=out,
+                           results_dir=results_dir, fresh=fresh, on_judged=_print_dev_notes)
+    if done.calibration is None or done.default is None:  # interrupted: _print_dev_notes has exited already
+        raise typer.Exit(130)
+    table = _metric_table(f"{done.judge.short_name} on {dev.name} ({done.n} rows, {done.positives} equivalent)")
+    _metric_row(table, "calibrated (max F1)", done.calibration)
+    _metric_row(table, "default 0.5", done.default)
     console.print(table)
-    console.print(f"judge: {judge_obj.model_identity}\nstored: {path}" + (f" and {out}" if out else ""), highlight=False)
+    console.print(f"judge: {done.judge.model_identity}\nstored: {done.path}" + (f" and {out}" if out else ""),
+                  highlight=False)
 
 
 @judge_app.command("eval")
@@ -165,40 +152,23 @@ def eval_command(
 
     Each metric at its F1-maximising threshold (the shape of Neptune's Table 2); a judge also at
     its own stored (or given) threshold. The paper's Table 2 is printed beside for reference."""
-    from lvu.benchmarks.neptune_ref import JUDGE_REFERENCE
+    from lvu.api.judging import evaluate_dev, paper_judge_reference
     from lvu.cli.common import console, err_console
-    from lvu.scoring.judges import binary_metrics, calibrate, read_dev_set
 
-    if not metric and not judge:
-        raise LvuError("nothing to evaluate — pass --metric NAME (repeatable) and/or --judge NAME")
-    rows = read_dev_set(dev)
-    table = _metric_table(f"{dev.name}: {len(rows)} rows, {sum(r.label for r in rows)} equivalent "
-                          "(thresholds chosen on this same set, as in the paper)")
-    for name in metric:
-        try:
-            from lvu.scoring.text_metrics import evaluate_metric
-        except ImportError as e:
-            raise LvuError(f"text metrics are not available ({e}) — pip install 'lvu[metrics]'") from None
-        try:
-            values = evaluate_metric(name, [r.model_dump() for r in rows])
-        except LvuError as e:  # e.g. METEOR without Java: the other rows still print
-            err_console.print(f"{name}: skipped — {e}", markup=False, highlight=False)
-            continue
-        scores, labels = _scored(rows, list(values))
-        _metric_row(table, name, calibrate(scores, labels))
-    if judge:
-        judge_obj = _make_judge(judge, judge_arg, threshold, threshold_file)
-        scores, labels = _scored(rows, _judge_dev(judge_obj, rows, dev, concurrency, results_dir, fresh))
-        _metric_row(table, judge_obj.short_name, calibrate(scores, labels))
-        _metric_row(table, f"  at its threshold ({judge_obj.threshold_source})",
-                    binary_metrics(scores, labels, judge_obj.threshold))
+    done = evaluate_dev(dev, metrics=metric, model=judge, model_args=_judge_args(judge, judge_arg), threshold=threshold,
+                        threshold_file=threshold_file, concurrency=concurrency, results_dir=results_dir, fresh=fresh,
+                        on_note=lambda line: err_console.print(line, markup=False, highlight=False),
+                        on_judged=_print_dev_notes)
+    table = _metric_table(done.title)
+    for name, metrics in done.rows:
+        _metric_row(table, name, metrics)
     console.print(table)
-    if judge:
-        console.print(f"judge: {judge_obj.identity}", highlight=False)
+    if done.judge is not None:
+        console.print(f"judge: {done.judge.identity}", highlight=False)
     ref = Table(title="Neptune Table 2 (paper; GEM dev set, 292 triplets)", title_justify="left")
     for col in ("metric", "fine-tuning", "F1"):
         ref.add_column(col)
-    for r in JUDGE_REFERENCE:
+    for r in paper_judge_reference():
         ref.add_row(r["metric"], r["finetuning"] or "-", f"{r['f1']:.1f}")
     console.print(ref)
 
@@ -210,5 +180,5 @@ def _metric_table(title: str) -> Table:
     return fold_cells(table)
 
 
-def _metric_row(table: Table, name: str, m) -> None:
+def _metric_row(table: Table, name: str, m: Calibration) -> None:
     table.add_row(name, *(f"{100 * v:.1f}" for v in (m.f1, m.precision, m.recall, m.accuracy)), f"{m.threshold:.4g}")

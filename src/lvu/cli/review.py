@@ -5,20 +5,20 @@
     lvu review export OUT -o FINAL                                      the verified benchmark
     lvu review stats OUT                                                agreement and outcomes
 
-`lvu review OUT` is `lvu review serve OUT`. Thin: the app is lvu.web.review_app, the decisions
-lvu.web.review_store, the export lvu.web.review_export. typer + rich only at module level.
+`lvu review OUT` is `lvu review serve OUT`. Thin: the work is lvu.api.review (open_review,
+serve_review, review_stats, export_review), which also serves `lvu view` (the results viewer,
+registered by root.py from here). typer + rich only at module level.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
-from lvu.cli.common import console, err_console
+from lvu.cli.common import ResultsDir, console, err_console
 
 
 class _ServeByDefault(TyperGroup):
@@ -35,18 +35,6 @@ review_app = typer.Typer(cls=_ServeByDefault, no_args_is_help=True,
 
 Db = Annotated[Optional[Path], typer.Option("--db", help="The review's SQLite file (default: <file>.review.sqlite "
                                                          "beside the reviewed JSONL).")]
-
-
-def _names(text: str | None) -> list[str] | None:
-    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
-
-
-def _open(source_path: Path, db: Path | None) -> tuple[Any, Any]:
-    from lvu.web.review_data import default_db, load_source
-    from lvu.web.review_store import ReviewStore
-
-    source = load_source(source_path)
-    return source, ReviewStore(db if db is not None else default_db(source_path))
 
 
 @review_app.command("serve")
@@ -71,45 +59,21 @@ def serve(
                        "--raters / --examiners name the first / second role.")] = None,
 ) -> None:
     """Serve the review app and print each person's link (it carries their token)."""
-    from lvu.errors import LvuError
-    from lvu.web.review_app import create_review_app
-    from lvu.web.review_protocols import load_protocol
-    from lvu.web.serve import allowed_hosts, listen, serve_forever, warn_if_exposed
+    from lvu.api.review import open_review, serve_review
 
-    source, store = _open(out, db)
-    chosen = store.protocol(load_protocol(protocol) if protocol is not None else None, record=True)
-    if chosen.rule == "chain":
-        wanted: dict[str, list[str] | None] = {}
-        for spec in role or []:
-            name, sep, names = spec.partition("=")
-            if not sep or not _names(names):
-                raise LvuError(f"--role {spec}: write ROLE=name[,name...], e.g. --role {chosen.roles[0].name}=alice")
-            wanted[name.strip()] = _names(names)
-        for given, r in ((raters, chosen.roles[0]), (examiners, chosen.roles[1] if len(chosen.roles) > 1 else None)):
-            if given is not None and r is not None:
-                wanted.setdefault(r.name, _names(given))
-        people = store.setup_chain(source, chosen, wanted)
-    else:
-        if role:
-            raise LvuError(f"--role is for chain protocols; the {chosen.name} protocol takes --raters / --examiners")
-        people = store.setup(source, _names(raters), _names(examiners), per_question)
-    app = create_review_app(source, store, allowed_hosts=allowed_hosts(host))
-    sock, url = listen(host, port)
-    bad = f", {source.n_bad} bad line(s) skipped" if source.n_bad else ""
-    each = f"{store.per_question()} raters each" if chosen.rule == "majority" else \
-        " -> ".join(r.name for r in chosen.roles)
-    if chosen.name != "neptune":
-        each = f"{chosen.name} protocol: {each}"
-    print(f"lvu review of {source.path} ({len(source.items)} questions{bad}, {each}; "
-          f"decisions in {store.path}) at {url} — Ctrl-C to stop", flush=True)
-    assigned = store.assignments()
-    for p in people:
-        page = "examine" if p.examiner and not p.rater and chosen.rule == "majority" else "queue"
-        n = sum(p.name in r for r in assigned.values())
-        print(f"  {p.name} ({p.roles}{f', {n} questions' if p.rater else ''}): {url}{page}?t={p.token}", flush=True)
-    warn_if_exposed(host, "and has a rater link can read and change these decisions (plain HTTP)")
-    first = next((p for p in people if p.rater), None)
-    serve_forever(app, sock, open_url=f"{url}queue?t={first.token}" if open_browser and first else None)
+    session = open_review(out, db=db, protocol=protocol, raters=raters, examiners=examiners,
+                          per_question=per_question, roles=role)
+
+    def print_links(url: str) -> None:
+        source, bad = session.source, f", {session.source.n_bad} bad line(s) skipped" if session.source.n_bad else ""
+        print(f"lvu review of {source.path} ({len(source.items)} questions{bad}, {session.each}; "
+              f"decisions in {session.store.path}) at {url} — Ctrl-C to stop", flush=True)
+        for link in session.links(url):
+            p = link.person
+            print(f"  {p.name} ({p.roles}{f', {link.n_questions} questions' if p.rater else ''}): {link.url}",
+                  flush=True)
+
+    serve_review(session, host=host, port=port, open_browser=open_browser, on_listening=print_links)
 
 
 @review_app.command("export")
@@ -123,10 +87,9 @@ def export_command(
     """Write the verified benchmark under the review's protocol: benchmark.jsonl, decisions.jsonl,
     versions.jsonl; Neptune's neptune_full.json and mmh_candidates.jsonl (neptune), or
     LongVideoBench's lvb_val.json with videos/ and subtitles/ (longvideobench)."""
-    from lvu.web.review_export import export
+    from lvu.api.review import export_review
 
-    source, store = _open(out, db)
-    summary = export(source, store, final, min_ratings=min_ratings)
+    summary = export_review(out, final, db=db, min_ratings=min_ratings).summary
     if summary["protocol"] == "neptune" or summary["neptune schema"]:
         console.print(f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['unresolved']} "
                       f"unresolved (examiner needed), {summary['incomplete']} incomplete; {summary['neptune schema']} in "
@@ -158,27 +121,32 @@ def stats_command(
     """Agreement per field (percent agreement, Fleiss' kappa) and the questions' outcomes."""
     from rich.table import Table
 
-    from lvu.web.review_export import agreement_of, outcomes
+    from lvu.api.review import review_stats
 
-    source, store = _open(out, db)
-    protocol = store.protocol()
-    if protocol.rule == "chain":  # one decision per round: no agreement to measure
-        from lvu.web.review_export import reviewed
-
-        statuses = Counter(r.status for r in reviewed(source, store, protocol))
-        console.print(f"{protocol.name} protocol: " + ", ".join(f"{statuses.get(k, 0)} {k}" for k in
-                                                                 ("accepted", "rejected", "pending")),
+    stats = review_stats(out, db=db)
+    if stats.protocol.rule == "chain":  # one decision per round: no agreement to measure
+        console.print(f"{stats.protocol.name} protocol: " + ", ".join(f"{n} {k}" for k, n in stats.outcomes.items()),
                       markup=False, highlight=False)
-        console.print(store.verify_log().line(), markup=False, highlight=False)
+        console.print(stats.log_line, markup=False, highlight=False)
         return
     table = Table("field", "items", "agreement %", "unanimous %", "chance %", "Fleiss' kappa")
-    for f in agreement_of(source, store):
+    for f in stats.agreement:
         cells = [f["agreement_pct"], f["unanimous_pct"], f["chance_pct"]]
         table.add_row(f["field"], str(f["items"]), *("" if x is None else f"{x:.1f}" for x in cells),
                       "" if f["kappa"] is None else f"{f['kappa']:.3f}")
     console.print(table)
-    counts: dict[str, int] = {}
-    for _, final in outcomes(source, store):
-        counts[final.status] = counts.get(final.status, 0) + 1
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items()), markup=False, highlight=False)
-    console.print(store.verify_log().line(), markup=False, highlight=False)
+    console.print(", ".join(f"{n} {k}" for k, n in stats.outcomes.items()), markup=False, highlight=False)
+    console.print(stats.log_line, markup=False, highlight=False)
+
+
+def view(
+    results_dir: ResultsDir = None,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a web browser.")] = False,
+) -> None:
+    """Browse stored runs in a local web viewer: runs, breakdown tables, and every sample's frames,
+    subtitle cues, exact prompt, raw response, prediction and score."""
+    from lvu.api.review import view as serve_viewer
+
+    serve_viewer(results_dir, port=port, host=host, open_browser=open_browser)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -105,8 +104,7 @@ def run(
     Re-running the same command resumes: samples already stored are not recomputed.
     Exit code 0 when every sample was scored, 1 when some failed (they are recorded), 2 on bad usage.
     """
-    from lvu.api import run as run_engine
-    from lvu.runs.options import RunOptions
+    from lvu.api import RunOptions, run as run_engine
 
     invocation = {"limit": limit, "results_dir": results_dir, "fresh": fresh, "report": not no_report,
                   "frame_cache": not no_cache}  # the flags that also apply to a run spec's runs
@@ -134,7 +132,7 @@ def run(
     if not benchmarks:
         raise LvuError("--benchmark: no benchmark name given — e.g. -b haystack (`lvu list` names them)")
     name = benchmarks[0]  # one benchmark: the run's own tables and next steps
-    from lvu.cli.data import benchmark_and_data
+    from lvu.api.data import benchmark_and_data
 
     name, path = benchmark_and_data(name, data)  # a path is lvu JSONL data: `-b q.jsonl` runs `-b jsonl --data q.jsonl`
     if name != benchmarks[0]:
@@ -142,9 +140,9 @@ def run(
     summary = run_engine(name, model, settings={k: v for k, v in settings.items() if v is not None},
                          model_args=parse_kv(model_arg, "--model-arg"), options=options)
     if tags:
-        from lvu.runs.sweep import add_tags
+        from lvu.api import tag_run
 
-        add_tags(results_dir, summary.run_id, tags)
+        tag_run(results_dir, summary.run_id, tags)
     from lvu.cli.run import print_run_end
 
     print_run_end(summary, f"{name} × {model}", limit=limit, results_dir=results_dir, debug=debug)
@@ -158,36 +156,27 @@ def list_parts(
         help="List one benchmark's settings instead (for --set): name, default, description.")] = None,
 ) -> None:
     """List the registered benchmarks and models, built-in and installed plugins (docs/plugins.md)."""
-    from lvu.benchmarks import load_all as load_benchmarks
-    from lvu.benchmarks.base import BENCHMARKS
-    from lvu.models import load_all as load_models
-    from lvu.models.base import MODELS
+    from lvu.api.catalog import benchmark_settings, list_parts as registered
 
-    load_benchmarks()
     if settings is not None:
         from rich.markup import escape
 
-        model = BENCHMARKS.get(settings).Settings
+        rows = benchmark_settings(settings)
         table = Table(title=f"{settings} settings (--set NAME=VALUE)", title_justify="left")
         table.add_column("name", no_wrap=True)
         table.add_column("default", no_wrap=True)
         table.add_column("description")
-        docs = model.docs()
-        for name, default in model.defaults().items():  # escaped: a description may hold [brackets]
-            table.add_row(name, escape("unset" if default is None else str(default)), escape(docs.get(name, "")))
+        for row in rows:  # escaped: a description may hold [brackets]
+            table.add_row(row.name, escape("unset" if row.default is None else str(row.default)), escape(row.description))
         console.print(fold_cells(table))
         return
-    load_models()
-    for title, registry in (("benchmarks", BENCHMARKS), ("models", MODELS)):
+    catalog = registered()
+    for title, parts in (("benchmarks", catalog.benchmarks), ("models", catalog.models)):
         table = Table(title=title, title_justify="left")
         table.add_column("name", no_wrap=True)
         table.add_column("description")
-        for name in registry.names():
-            try:
-                doc = (registry.get(name).__doc__ or "").strip().splitlines()
-            except LvuError as e:  # a broken plugin is listed with its problem; the others still show
-                doc = [f"(cannot load: {e})"]
-            table.add_row(name, doc[0] if doc else "", style="red" if doc and doc[0].startswith("(cannot load") else None)
+        for part in parts:  # a broken plugin is listed with its problem, in red; the others still show
+            table.add_row(part.name, part.description, style="red" if part.broken else None)
         console.print(fold_cells(table))
 
 
@@ -203,11 +192,10 @@ def asr_command(
     language: Annotated[Optional[str], typer.Option(help="Language code (default: the model's).")] = None,
 ) -> None:
     """Transcribe a video's speech to SRT with a local Whisper model (offline; cached per video)."""
-    from lvu.media.asr import transcribe, write_srt
+    from lvu.api.media import transcribe_to_srt
 
-    cues = transcribe(video, model=model, language=language, progress=True)
-    write_srt(cues, out)
-    console.print(f"wrote {len(cues)} cues to {out}")
+    n = transcribe_to_srt(video, out, model=model, language=language, progress=True)
+    console.print(f"wrote {n} cues to {out}")
 
 
 @app.command()
@@ -220,14 +208,10 @@ def frames(
     format: Annotated[str, typer.Option("--format", help="jpg (quality 95) or png (lossless; zlib level 1: fast, ~20% larger than level 6).")] = "jpg",
 ) -> None:
     """Write the frames a plan samples from VIDEO, plus frames.json (index, pts seconds, frame number)."""
-    from lvu.args import as_int
-    from lvu.media.extract import extract_frames
+    from lvu.api.media import extract_frames
 
-    if resize is not None:
-        as_int("", "--resize", resize, 1, hint="the shorter side in pixels; leave it out for full size")
-    index = extract_frames(video, plan, out, approximate=approximate, resize=resize, fmt=format)
-    n = len(json.loads(index.read_text())["frames"])
-    console.print(f"wrote {n} frames and {index}")
+    written = extract_frames(video, out, plan, approximate=approximate, resize=resize, fmt=format)
+    console.print(f"wrote {written.n_frames} frames and {written.index}")
 
 
 def _human(n: float) -> str:
@@ -261,9 +245,9 @@ CacheDir = Annotated[Optional[Path], typer.Option("--cache-dir", help="Frame cac
 @cache_app.command("info")
 def cache_info(cache_dir: CacheDir = None) -> None:
     """Where the frame cache is, how many entries it holds and how big it is."""
-    from lvu.media.cache import FrameCache
+    from lvu.api.media import cache_info as read_cache_info
 
-    info = FrameCache(cache_dir).info()
+    info = read_cache_info(cache_dir)
     console.print(f"{info.root}: {info.entries} entries, {_human(info.bytes)} of {_human(info.max_bytes)}")
 
 
@@ -275,11 +259,11 @@ def cache_prune(
     cache_dir: CacheDir = None,
 ) -> None:
     """Remove cache entries, least recently used first."""
-    from lvu.media.cache import FrameCache
+    from lvu.api.media import prune_cache
 
     limit = 0 if all else (_parse_size(max_size) if max_size else None)
-    removed, freed = FrameCache(cache_dir).prune(max_bytes=limit, older_than=_parse_age(older_than) if older_than else None)
-    console.print(f"removed {removed} entries, freed {_human(freed)}")
+    pruned = prune_cache(cache_dir, max_bytes=limit, older_than=_parse_age(older_than) if older_than else None)
+    console.print(f"removed {pruned.removed} entries, freed {_human(pruned.freed)}")
 
 
 @cache_app.command("warm")
@@ -293,46 +277,22 @@ def cache_warm(
     cache_dir: CacheDir = None,
 ) -> None:
     """Decode every frame a benchmark run will need into the cache, in parallel (runs then hit the cache)."""
-    from lvu.media.cache import FrameCache
-    from lvu.runs.engine import video_meta
-    from lvu.runs.grading import make_benchmark
-    from lvu.runs.warming import warm
+    from lvu.api.media import warm_cache
 
     settings: dict[str, Any] = {"frames": frames_setting(frames), "data": str(data) if data else None,
                                 "video_dir": str(video_dir) if video_dir else None}
     settings.update(parse_kv(setting, "--set"))
-    bench = make_benchmark(benchmark, {k: v for k, v in settings.items() if v is not None})
-    samples, _ = bench.load()
-    by_resize: dict[Any, list] = {}
-    errors: list[str] = []
-    for s in samples:
-        try:
-            plan = bench.plan(s, video_meta(s))  # as the run plans it: each video probed once, when needed
-        except LvuError as e:
-            errors.append(str(e))
-            continue
-        if plan.timestamps:
-            by_resize.setdefault(plan.resize, []).append((s.video.path, plan.timestamps))
-    cache = FrameCache(cache_dir)
-    total = {"videos": 0, "frames": 0, "seconds": 0.0}
-    interrupted = False
-    for resize, items in by_resize.items():
-        summary = warm(items, workers=workers, resize=resize, cache=cache)
-        total["videos"] += summary.videos
-        total["frames"] += summary.frames
-        total["seconds"] += summary.seconds
-        errors.extend(summary.errors)
-        if interrupted := summary.interrupted:
-            break
-    for line in dict.fromkeys(errors):
+    warmed = warm_cache(benchmark, settings={k: v for k, v in settings.items() if v is not None}, workers=workers,
+                        cache_dir=cache_dir)
+    for line in dict.fromkeys(warmed.errors):
         err_console.print(f"failed: {line}", markup=False, highlight=False)
-    console.print(f"{total['videos']} videos, {total['frames']} frames in {total['seconds']:.1f} s, "
-                  f"{len(set(errors))} errors → {cache.root}")
-    if interrupted:
+    console.print(f"{warmed.videos} videos, {warmed.frames} frames in {warmed.seconds:.1f} s, "
+                  f"{len(set(warmed.errors))} errors → {warmed.cache_root}")
+    if warmed.interrupted:
         err_console.print("interrupted — what is cached stays; run the same command again to warm the rest",
                           markup=False, highlight=False)
         raise typer.Exit(130)
-    raise typer.Exit(1 if errors else 0)
+    raise typer.Exit(1 if warmed.errors else 0)
 
 
 @bench_app.command("decode", add_help_option=False,
@@ -341,12 +301,12 @@ def bench_decode(ctx: typer.Context) -> None:
     """Decode speed: lvu exact/approximate/cache vs lmms-eval sequential, decord, torchcodec, keyframe floor.
 
     Options are the script's own (`lvu bench decode --help`): --quick, --minutes, --gop, --n, --methods."""
-    from lvu.media.bench import main as bench_main
+    from lvu.api.media import bench_decode as run_bench
 
-    raise typer.Exit(bench_main(ctx.args))
+    raise typer.Exit(run_bench(ctx.args))
 
 
-from lvu.web.serve import view  # noqa: E402  (the results viewer; fastapi/uvicorn load only when it runs)
+from lvu.cli.review import view  # noqa: E402  (the results viewer; fastapi/uvicorn load only when it runs)
 
 app.command("view")(view)
 from lvu.cli import analysis as analysis_cli  # noqa: E402  (typer + rich only; reports, comparisons, analyses)
@@ -355,9 +315,9 @@ for _name in ("report", "compare", "analyse", "certificate"):
 
 
 def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
-    from lvu.runs import stage_runner
+    from lvu.api.stopping import note_stop_signal
 
-    stage_runner.last_stop_signal = signum
+    note_stop_signal(signum)
     raise KeyboardInterrupt
 
 
@@ -366,15 +326,15 @@ def main() -> None:
     like Ctrl-C (a run's pipeline handles both itself: lvu.runs.stage_runner) and exits 143."""
     import signal
 
-    from lvu.runs import stage_runner
+    from lvu.api.stopping import bounded_exit
 
     try:
         previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
     except ValueError:  # not the main thread: signals are not ours to handle
         previous = None
-    bound, stage_runner.exit_bound = stage_runner.exit_bound, stage_runner.EXIT_MARGIN  # Ctrl-C bounds the exit
     try:
-        app()  # standalone mode: click prints usage errors and handles --help and exit codes
+        with bounded_exit():  # a stop signal bounds the exit (lvu.runs.stage_runner)
+            app()  # standalone mode: click prints usage errors and handles --help and exit codes
     except LvuError as e:
         err_console.print(f"error: {e}", markup=False, highlight=False)
         sys.exit(2)
@@ -394,7 +354,6 @@ def main() -> None:
                           "completed is kept and a build or run resumes from it", markup=False, highlight=False)
         sys.exit(1)
     finally:
-        stage_runner.exit_bound = bound
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -402,9 +361,9 @@ def main() -> None:
 def _exit_stopped(code: int) -> None:
     """Exit after a stop signal: at once when a runner stopped (what it committed is stored and the
     last line printed; the interpreter would otherwise wait for threads still decoding a video)."""
-    from lvu.runs import stage_runner
+    from lvu.api.stopping import stop_signal
 
-    if stage_runner.last_stop_signal is None:
+    if stop_signal() is None:
         sys.exit(code)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -431,9 +390,9 @@ def _interrupted_exit_code() -> int:
     """128 + the signal that stopped the command (130 for Ctrl-C, 143 for SIGTERM), as shells report it."""
     import signal
 
-    from lvu.runs import stage_runner
+    from lvu.api.stopping import stop_signal
 
-    return 128 + (stage_runner.last_stop_signal or signal.SIGINT)
+    return 128 + (stop_signal() or signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from lvu.cli.common import ResultsDir, check_tags, console, err_console, parse_k
 from lvu.console_output import add_id_column, fold_cells, failure_line
 
 if TYPE_CHECKING:
-    from lvu.runs.options import RunOptions
+    from lvu.api import RunOptions
 
 
 def _label(value: Any) -> str:
@@ -32,7 +32,7 @@ def _pct(score: float | None) -> str:
 
 def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = None) -> Table:
     """One row per run: what differs between the runs, then samples, failed, scores, run id."""
-    from lvu.runs.sweep import headline
+    from lvu.api import scores_of
 
     planned = [o.planned for o in outcomes]
     columns: list[str] = []
@@ -47,7 +47,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
     shown = list(axes or []) + [k for k in varying if k not in (axes or [])]
     score_names: list[str] = []
     for o in outcomes:
-        for name, _ in headline(o.summary) if o.summary else []:
+        for name, _ in scores_of(o.summary) if o.summary else []:
             if name not in score_names:
                 score_names.append(name)
     table = Table(title=title, title_justify="left")
@@ -66,7 +66,7 @@ def outcomes_table(outcomes: list[Any], title: str, axes: list[str] | None = Non
         if o.summary is None:
             table.add_row(*row, "", "", *([""] * len(score_names)), f"[red]error: {o.error}[/]")
             continue
-        scores = dict(headline(o.summary))
+        scores = dict(scores_of(o.summary))
         cells = [_pct(scores.get(n)) for n in score_names]
         if o.summary.no_answers and cells:  # every sample failed: no score, not 0.0
             cells = ["no answers", *([""] * (len(cells) - 1))]
@@ -105,11 +105,11 @@ def say(text: str) -> None:
 
 
 def _print_location(results_dir: Path | None) -> None:
-    """`results: DIR (why there)`: the one rule of lvu.runs.store.results_location, after the run
+    """`results: DIR (why there)`: the one rule of lvu.api.results_location, after the run
     (so a first run says where it created the folder)."""
-    from lvu.runs.store import location_line, results_location
+    from lvu.api.location import where_results_are
 
-    console.print(location_line(*results_location(results_dir)), markup=False, highlight=False)
+    console.print(where_results_are(results_dir), markup=False, highlight=False)
 
 
 def _where(results_dir: Path | None) -> str:
@@ -134,14 +134,14 @@ def print_run_end(summary: Any, title: str, *, limit: int | None, results_dir: P
     warning when replies held no readable answer, the report, where results are, what to do next."""
     from rich.markup import escape
 
-    from lvu.runs.headline import headline_of_tables
+    from lvu.api import headline_of
 
     if summary.no_answers is None:  # all failed: the tables would read as a model that answered 0 %
         print_tables(summary.tables, title)
     reused = f", {summary.n_done_before} reused from the store" if summary.n_done_before else ""
     scope = f"{summary.n_total} of {summary.n_benchmark} samples (--limit {limit})" if summary.limited \
         else f"{summary.n_total} samples"
-    top = headline_of_tables(summary.tables, summary.spec.settings.get("subset"))  # as `lvu results list`
+    top = headline_of(summary)  # as `lvu results list`
     verdict = summary.no_answers or (top.describe() if top else None)
     console.print(f"run [bold]{summary.run_id}[/]: {scope}{reused}, {summary.n_failed} failed"
                   + (f" · {escape(verdict)}" if verdict else ""))
@@ -181,37 +181,23 @@ def print_next_steps(run_id: str, report_path: Path | None, results_dir: Path | 
 def run_spec_file(config: Path, options: RunOptions, *, tags: list[str] | None = None, debug: bool = False) -> None:
     """`lvu run -c spec.yaml`: every combination in order, then one summary table; the fields set
     in `options` (the command line's) win over the spec's."""
-    from lvu.api import run_planned
-    from lvu.runs import spec_file
-    from lvu.runs.sweep import axes_of
+    from lvu.api import plan_spec, run_planned
 
-    spec = spec_file.load(config)
-    planned = spec_file.expand(spec, str(config))
-    console.print(f"{config}: {len(planned)} run(s)")
-    options = _with_spec_results_dir(options, spec.results_dir)
-    outcomes = run_planned(planned, options, sweep=spec.sweep, tags=tags)
-    _finish(outcomes, f"{config.name}", list(axes_of(spec.sweep)) if spec.sweep else None,
-            results_dir=options.results_dir, debug=debug)
-
-
-def _with_spec_results_dir(options: RunOptions, spec_dir: str | None) -> RunOptions:
-    """--results-dir, else the spec's `results_dir:`, else the usual rule (lvu.runs.location)."""
-    if options.results_dir is not None or spec_dir is None:
-        return options
-    return options.parse({"results_dir": spec_dir}, base=options)
+    plan = plan_spec(config)
+    console.print(f"{config}: {len(plan.runs)} run(s)")
+    options = plan.options(options)  # --results-dir, else the spec's `results_dir:`, else the usual rule
+    outcomes = run_planned(plan.runs, options, sweep=plan.sweep, tags=tags)
+    _finish(outcomes, f"{config.name}", plan.axes if plan.sweep else None, results_dir=options.results_dir,
+            debug=debug)
 
 
 def run_benchmarks(benchmarks: list[str], model: str, *, settings: dict[str, Any], model_args: dict[str, Any],
                    options: RunOptions, tags: list[str], debug: bool = False) -> None:
     """`lvu run -b videomme,mlvu`: one run per benchmark, in turn, as `lvu run -c` runs a spec's
     benchmarks; every benchmark's settings are checked before the first run starts."""
-    from lvu.api import run_planned
-    from lvu.runs.spec_file import PlannedRun, check_benchmark
+    from lvu.api import plan_benchmarks, run_planned
 
-    planned = [PlannedRun(benchmark=b, model=model, settings=dict(settings), model_args=dict(model_args),
-                          options=options.planned()) for b in benchmarks]
-    for item in planned:
-        check_benchmark(item, f"--benchmark {item.benchmark}")
+    planned = plan_benchmarks(benchmarks, model, settings=settings, model_args=model_args, options=options)
     console.print(f"{len(planned)} run(s): {', '.join(benchmarks)} × {model}")
     outcomes = run_planned(planned, options, tags=tags)
     _finish(outcomes, f"{', '.join(benchmarks)} × {model}", results_dir=options.results_dir, debug=debug)
@@ -261,38 +247,21 @@ def sweep(
     Example: lvu sweep -b haystack -m ocr-match --frames 8,16,32,64 --probe full,blind.
     Points reuse the frame cache and response caches; a point equal to an earlier run resumes it.
     """
-    from lvu.api import run_planned
-    from lvu.runs import spec_file
-    from lvu.runs.options import RunOptions
-    from lvu.runs.sweep import axes_of
+    from lvu.api import RunOptions, plan_sweep, plan_sweep_file, run_planned
 
     given = {"limit": limit, "concurrency": concurrency, "results_dir": results_dir, "fresh": fresh,
              "report": not no_report}  # what the command line sets; the spec's keys fill in the rest
     options = RunOptions.parse({k: v for k, v in given.items() if v is not None})
     tags = check_tags(tag)
     if config is not None:
-        spec = spec_file.load(config)
-        if spec.sweep is None:
-            from lvu.errors import LvuError
-
-            raise LvuError(f"{config}: no `sweep:` section — add one (e.g. `sweep: {{frames: [8, 32]}}`) or use lvu run -c")
-        source = str(config)
+        plan = plan_sweep_file(config)
     else:
         grid = {"frames": _values(frames), "subtitles": _values(subtitles), "audio": _values(audio),
                 "probe": _values(probe),
                 "resize": _values(resize), "fps": _values(fps), "compat": _values(compat), "seed": _values(seed)}
-        axes = {k: v for k, v in grid.items() if v is not None}
-        settings = {"data": str(data) if data else None, "set": parse_kv(setting, "--set"),
-                    "args": parse_kv(model_arg, "--model-arg")}
-        raw = {"benchmarks": benchmark, "models": model, "settings": {k: v for k, v in settings.items() if v is not None},
-               "sweep": {**axes, **({"name": name} if name else {})}}
-        source = "lvu sweep"
-        spec = spec_file.parse(json.dumps(raw), source)  # JSON is YAML: one validation path
-    planned = spec_file.expand(spec, source)
-    assert spec.sweep is not None
-    from lvu.runs.sweep import name_of
-
-    console.print(f"sweep {name_of(spec.sweep)!r}: {len(planned)} point(s)")
-    options = _with_spec_results_dir(options, spec.results_dir)
-    outcomes = run_planned(planned, options, sweep=spec.sweep, tags=tags)
-    _finish(outcomes, f"sweep {name_of(spec.sweep)}", list(axes_of(spec.sweep)), results_dir=options.results_dir)
+        plan = plan_sweep(benchmark, model, {k: v for k, v in grid.items() if v is not None}, name=name, data=data,
+                          settings=parse_kv(setting, "--set"), model_args=parse_kv(model_arg, "--model-arg"))
+    console.print(f"sweep {plan.name!r}: {len(plan.runs)} point(s)")
+    options = plan.options(options)
+    outcomes = run_planned(plan.runs, options, sweep=plan.sweep, tags=tags)
+    _finish(outcomes, f"sweep {plan.name}", plan.axes, results_dir=options.results_dir)

@@ -1,4 +1,6 @@
-"""`lvu view`: serve the results viewer with uvicorn (fastapi and uvicorn are lvu dependencies)."""
+"""Serving lvu's web apps with uvicorn (fastapi and uvicorn are lvu dependencies): the results
+viewer (`view`, which `lvu view` runs through lvu.api.review) and the sockets, Host checks and
+warnings the review app shares."""
 
 from __future__ import annotations
 
@@ -7,12 +9,9 @@ import ipaddress
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
+from typing import Any
 
 from lvu.errors import LvuError
-from lvu.runs.location import RESULTS_DIR_HELP
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -31,12 +30,8 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def view(
-    results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help=RESULTS_DIR_HELP)] = None,
-    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8765,
-    host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
-    open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a web browser.")] = False,
-) -> None:
+def view(results_dir: str | Path | None = None, port: int = 8765, host: str = "127.0.0.1",
+         open_browser: bool = False) -> None:
     """Browse stored runs in a local web viewer: runs, breakdown tables, and every sample's frames,
     subtitle cues, exact prompt, raw response, prediction and score."""
     try:
