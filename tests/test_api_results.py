@@ -9,21 +9,13 @@ import json
 import pytest
 
 import fakes  # noqa: F401  (registers the fake benchmark and the fake-follow model)
-from lvu.api import (EXPORT_FIELDS, RunList, RunView, delete_run, export_rows, list_runs, read_run, run, sample_of,
+from lvu.api import (EXPORT_FIELDS, RunList, RunView, delete_run, export_rows, list_runs, read_run, sample_of,
                      set_run_tag, view_run, write_export)
 from lvu.errors import LvuError
+from test_api_analysis import _results_env, fake_run  # noqa: F401  (an autouse fixture)
 from test_headline_and_limit import invoke
 
 
-@pytest.fixture(autouse=True)
-def _results_env(tmp_path, monkeypatch):
-    monkeypatch.delenv("LVU_RESULTS_DIR", raising=False)
-    monkeypatch.setenv("LVU_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def fake_run(results_dir, **model_args):
-    return run("fake", "fake-follow", settings={"n": 4}, model_args=model_args, results_dir=results_dir,
-               show_progress=False, report=False)
 
 
 def test_list_runs_returns_the_rows_lvu_results_list_prints(tmp_path):

@@ -64,7 +64,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.harness import pick
@@ -78,7 +78,7 @@ from lvu.benchmarks.longvideobench_release import (  # noqa: F401 — HF_*: stil
     HF_DATASET, HF_REVISION, SPLIT_FILES, load_release, read_prediction_file, record_to_sample, split_of,
     write_submission_file,
 )
-from lvu.benchmarks.settings import BenchmarkSettings, settings_error
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import LvuError
 from lvu.scoring.choice import mean_pct as _pct
 from lvu.scoring.lmms_eval import check_compat
@@ -134,14 +134,6 @@ class LongVideoBenchSettings(BenchmarkSettings):
         False, description="reproduce VLMEvalKit's inverted use_subtitle (#573 .. #1588): subtitles exactly "
                            "when not asked for; only with compat=vlmevalkit")
 
-    @classmethod
-    def parse(cls, owner: str, values: dict[str, Any]) -> BenchmarkSettings:
-        """As BenchmarkSettings.parse, with the benchmark's name in the validators' context (the
-        compat error names the registered variant)."""
-        try:
-            return cls.model_validate(values, context={"owner": owner})
-        except ValidationError as e:
-            raise LvuError(settings_error(owner, e)) from None
 
     @model_validator(mode="before")
     @classmethod

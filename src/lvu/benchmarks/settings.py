@@ -46,9 +46,10 @@ class BenchmarkSettings(BaseModel):
 
     @classmethod
     def parse(cls, owner: str, values: dict[str, Any]) -> BenchmarkSettings:
-        """The validated settings, or a one-line LvuError naming the setting and what it accepts."""
+        """The validated settings, or a one-line LvuError naming the setting and what it accepts.
+        Validators find the registered name in `info.context["owner"]` (a variant's messages name it)."""
         try:
-            return cls.model_validate(values)
+            return cls.model_validate(values, context={"owner": owner})
         except ValidationError as e:
             raise LvuError(settings_error(owner, e)) from None
 

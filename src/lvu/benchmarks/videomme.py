@@ -66,11 +66,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import Field, ValidationError, ValidationInfo, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.harness import pick
-from lvu.benchmarks.settings import BenchmarkSettings, settings_error
+from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.benchmarks.videomme_harness import (  # noqa: F401 — the texts and extractors: still importable from here
     ANSWER_PROMPT, HARNESSES, INSTRUCTION, LMMS_FONT, LMMS_INSTRUCTION, LMMS_NO_SUBTITLES, LMMS_POST_PROMPT,
     LMMS_SUBTITLE_HEADER, PREFIXES, SUBTITLE_HEADER, VLMEVALKIT_NOSUB, VLMEVALKIT_SUB, VideoMMEHarness,
@@ -133,14 +133,6 @@ class VideoMMESettings(BenchmarkSettings):
     response_key: Any = Field("response", description="the key holding the model's reply in an official results "
                               "file read by lvu score (e.g. response_w/o_sub)")
 
-    @classmethod
-    def parse(cls, owner: str, values: dict[str, Any]) -> BenchmarkSettings:
-        """As every benchmark's, with the task's name in the validation context: the messages name it
-        (videomme, videomme-sub or videomme-audio)."""
-        try:
-            return cls.model_validate(values, context={"benchmark": owner})
-        except ValidationError as e:
-            raise LvuError(settings_error(owner, e)) from None
 
     @model_validator(mode="before")
     @classmethod
@@ -151,7 +143,7 @@ class VideoMMESettings(BenchmarkSettings):
         if not isinstance(values, dict):
             return values
         given = {**cls.defaults(), **values}
-        benchmark = str((info.context or {}).get("benchmark", "videomme"))
+        benchmark = str((info.context or {}).get("owner", "videomme"))
         check_compat(given["compat"], COMPATS, benchmark)
         if given["subtitles"] not in SUBTITLE_MODES:
             raise LvuError(f"subtitles={given['subtitles']!r} is unknown for {benchmark} — use one of "
