@@ -84,3 +84,11 @@ def test_export_rows_are_what_lvu_results_export_writes(tmp_path, format):
     assert cli.stdout.replace("\r\n", "\n") == text.getvalue().replace("\r\n", "\n")
     with pytest.raises(LvuError, match="--format 'xml' is not supported"):
         write_export(rows, io.StringIO(), "xml")
+
+
+def test_set_run_tag_refuses_a_tag_the_command_refuses(tmp_path):
+    """A Python caller gets the command's tag rule: the store checks every tag it adds."""
+    done = fake_run(tmp_path)
+    with pytest.raises(LvuError, match="tag 'paper v2': must be non-empty, without spaces or commas"):
+        set_run_tag(done.run_id, "paper v2", results_dir=tmp_path)
+    assert read_run(done.run_id, results_dir=tmp_path).tags == []

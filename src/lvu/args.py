@@ -159,3 +159,12 @@ def check_benchmark_settings(owner: str, settings: dict[str, Any], defaults: dic
     frames = settings.get("frames")
     if isinstance(frames, str) and frames.strip().isdigit():
         settings["frames"] = int(frames)  # each benchmark then checks the count against its protocol
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Run tags as given (repeats dropped), refusing empty ones and ones with commas or spaces (they
+    would not filter cleanly). The store checks every tag it adds, so a Python caller gets this too."""
+    for tag in tags:
+        if not isinstance(tag, str) or not tag or any(c in tag for c in ", \t\n"):
+            raise LvuError(f"tag {tag!r}: must be non-empty, without spaces or commas — e.g. --tag paper-v2")
+    return list(dict.fromkeys(tags))

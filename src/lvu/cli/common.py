@@ -21,6 +21,7 @@ from rich.table import Table
 # The rule for where runs are, in words: every command's --results-dir help says it (re-exported).
 from lvu.api.location import RESULTS_DIR_HELP as RESULTS_DIR_HELP
 from lvu.api.location import RESULTS_DIR_RULE as RESULTS_DIR_RULE
+from lvu.args import check_tags as check_tags  # the tag rule lives with the other argument checks (the store applies it too)
 from lvu.console_output import fold_cells, make_console
 from lvu.errors import LvuError
 
@@ -108,14 +109,6 @@ def check_limit(limit: int | None) -> None:
     """`--limit 0` would store an empty run whose score is nan: refuse it before anything runs."""
     if limit is not None and limit < 1:
         raise LvuError(f"--limit {limit}: must be at least 1 (the first K samples) — leave --limit out to run them all")
-
-
-def check_tags(tags: list[str]) -> list[str]:
-    """Tags as given, refusing empty ones and ones with commas or spaces (they would not filter cleanly)."""
-    for tag in tags:
-        if not tag or any(c in tag for c in ", \t\n"):
-            raise LvuError(f"tag {tag!r}: must be non-empty, without spaces or commas — e.g. --tag paper-v2")
-    return list(dict.fromkeys(tags))
 
 
 def print_tables(tables, title: str) -> None:

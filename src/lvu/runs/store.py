@@ -334,6 +334,9 @@ class Store:
     # ---- tags ----------------------------------------------------------------------------------
 
     def add_tag(self, run_id: str, tag: str) -> None:
+        from lvu.args import check_tags
+
+        check_tags([tag])
         self.db.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?, ?)", (run_id, tag))
 
     def remove_tag(self, run_id: str, tag: str) -> bool:
