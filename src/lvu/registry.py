@@ -82,6 +82,15 @@ class Registry(Generic[T]):
         self._resolved[name] = cls
         return cls
 
+    def registered_name(self, cls: type) -> str | None:
+        """The name `cls` is registered under, or None when that name does not find `cls` again (a
+        run, import or build records the name, so it must resolve to the same class later)."""
+        name = getattr(cls, "name", "")
+        try:
+            return name if name and self.get(name) is cls else None
+        except LvuError:
+            return None
+
     def names(self) -> list[str]:
         """Built-ins and installed plugins (`module:Class` names are not listed: any module works)."""
         return sorted({*self._items, *self.entry_points()})

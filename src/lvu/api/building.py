@@ -65,12 +65,8 @@ def model_pair(role: str, model: ModelSpec) -> tuple[str, dict[str, Any]]:
     if isinstance(model, tuple):
         return model[0], dict(model[1])
     load_all()
-    name = type(model).name
-    try:
-        registered = MODELS.get(name) if name else None
-    except LvuError:
-        registered = None
-    if registered is not type(model):
+    name = MODELS.registered_name(type(model))
+    if name is None:
         raise LvuError(f"model of role {role}: class {type(model).__qualname__} is not a registered model — "
                        "register it (@register_model, docs/plugins.md) or pass a registry name")
     return name, dict(model.args)

@@ -24,12 +24,8 @@ def benchmark_name(bench: Benchmark) -> str:
     from lvu.benchmarks.base import BENCHMARKS
 
     load_all()
-    name = type(bench).name
-    try:
-        registered = BENCHMARKS.get(name) if name else None
-    except LvuError:
-        registered = None
-    if registered is not type(bench):
+    name = BENCHMARKS.registered_name(type(bench))
+    if name is None:
         raise LvuError(f"benchmark object of class {type(bench).__qualname__} is not a registered benchmark — "
                        "register its class (@register_benchmark, docs/plugins.md) or pass a registry name")
     return name

@@ -19,11 +19,11 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from lvu.benchmarks.base import BENCHMARKS, Benchmark
 from lvu.errors import LvuError, SubtitleError
+from lvu.registry import Registry
 from lvu.media.subtitles import load_cues, select_cues
 from lvu.media.cache import FrameCache
 from lvu.models import load_all as _load_models
@@ -108,7 +108,7 @@ def benchmark_object(benchmark: str | Benchmark, settings: dict[str, Any] | None
     if settings:
         raise LvuError(f"settings= is for a benchmark name: the {cls.__name__} object has its own — "
                        "set them when you make it")
-    _refuse_unregistered(cls, BENCHMARKS.get, "benchmark", "@register_benchmark(NAME)")
+    _refuse_unregistered(cls, BENCHMARKS, "benchmark", "@register_benchmark(NAME)")
     absolute = resolve_paths(benchmark.settings)
     return cls.name, benchmark if absolute == benchmark.settings else cls(**absolute)
 
@@ -122,7 +122,7 @@ def model_parts(model: str | Model, model_args: dict[str, Any] | None) -> tuple[
     if model_args:
         raise LvuError(f"model_args= is for a model name: the {cls.__name__} object has its own — "
                        "pass them when you make it")
-    _refuse_unregistered(cls, MODELS.get, "model", "@register_model(NAME)")
+    _refuse_unregistered(cls, MODELS, "model", "@register_model(NAME)")
     args = getattr(model, "args", None)
     if not isinstance(args, dict):
         raise LvuError(f"model {cls.__name__}: no `args` (its __init__ must call super().__init__(**args)) — "
@@ -130,15 +130,11 @@ def model_parts(model: str | Model, model_args: dict[str, Any] | None) -> tuple[
     return cls.name, cls, dict(args)
 
 
-def _refuse_unregistered(cls: type[Benchmark] | type[Model], lookup: Callable[[str], type], kind: str,
+def _refuse_unregistered(cls: type[Benchmark] | type[Model], registry: Registry[Any], kind: str,
                          how: str) -> None:
     """A one-line LvuError unless `cls` is the class its registry name resolves to (a run is
     stored, resumed and reported by that name)."""
-    try:
-        ok = bool(cls.name) and lookup(cls.name) is cls
-    except LvuError:
-        ok = False
-    if not ok:
+    if registry.registered_name(cls) is None:
         raise LvuError(f"{kind} class {cls.__module__}.{cls.__qualname__} is not registered — register it with "
                        f"{how} (docs/plugins.md): a run is stored, resumed and reported by that name")
 
