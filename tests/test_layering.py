@@ -21,7 +21,7 @@ SRC = ROOT / "src"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module patterns), lowest first: `*` matches within one dotted part, a trailing `**` a
     # package and everything under it. A module may import its own layer and the ones listed before it.
-    ("foundation", ("lvu.version", "lvu.types", "lvu.errors", "lvu.registry", "lvu.paths", "lvu.args",
+    ("foundation", ("lvu.version", "lvu.types", "lvu.errors", "lvu.registry", "lvu.paths", "lvu.args", "lvu.textlines",
                     "lvu.progress", "lvu.console_output")),
     ("media", ("lvu.media.**",)),
     ("models", ("lvu.models.**",)),

@@ -207,6 +207,18 @@ class Prompt(BaseModel):
         }
 
 
+class LoggedReply(BaseModel):
+    """What a peer harness's saved log says it did with a reply (`lvu import` / `lvu score` read it),
+    so re-scoring the log reproduces what the peer scored rather than redoing its steps."""
+
+    filtered: bool = False
+    """The text is the reply after the peer's evaluator filters ran (lmms-eval's `filtered_resps`:
+    reasoning tags already stripped) — score it as it is; stripping again is not idempotent."""
+    pick: str | None = None
+    """The letter the peer's scorer used, as logged (lmms-eval LongVideoBench's `lvb_acc.parsed_pred`):
+    where the reply holds no letter, that is the peer's own random draw, and it is used instead of lvu's."""
+
+
 class Response(BaseModel):
     """What a model returned for one prompt."""
 
@@ -224,6 +236,8 @@ class Response(BaseModel):
     """The endpoint answered with an error that asking again cannot change (the backend does not
     retry it: an HTTP 4xx such as 404 no such route or model, 400 bad request, 401 bad key). A run
     whose first calls all fail with the same such error stops early (lvu.runs.pipeline)."""
+    logged: LoggedReply | None = None
+    """Set when the text comes from a peer harness's saved log rather than a model (lvu.runs.saved_files)."""
 
 
 class Prediction(BaseModel):

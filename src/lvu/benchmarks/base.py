@@ -19,6 +19,7 @@ from lvu.registry import Registry
 from lvu.types import Breakdown  # noqa: F401  (lives with the other nouns; imported from here too)
 from lvu.types import (Audio, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score,
                        Subtitle, VideoMeta)
+from lvu.textlines import text_lines
 
 if TYPE_CHECKING:
     from lvu.scoring.judges import Judgement, JudgeTask
@@ -305,7 +306,7 @@ def read_prediction_lines(
     if text is None:
         text = Path(path).read_text(encoding="utf-8")
     pairs = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text_lines(text), 1):
         if not line.strip():
             continue
         try:

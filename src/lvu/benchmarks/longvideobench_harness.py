@@ -23,7 +23,7 @@ from lvu.benchmarks.base import Benchmark
 from lvu.benchmarks.harness import Harness
 from lvu.errors import SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
-from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, strip_reasoning_tags
+from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
 from lvu.types import LETTERS, Frame, Prediction, Response, Sample, Subtitle, Text
 
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
@@ -201,15 +201,18 @@ class LongVideoBenchHarness(Harness[Benchmark]):
         placed = interleave_official(items, self.cues(sample)) if self.with_subtitles else [f for _, f in items]
         return [*placed, Text(text=text)]
 
-    def reply(self, text: str) -> str:
+    def reply(self, response: Response) -> str:
         """The reply as the parser sees it."""
-        return text
+        return response.text
+
+    def draw(self, sample: Sample, response: Response) -> str:
+        """The letter drawn for a reply without one: lvu's documented per-question draw."""
+        return random_letter(self.settings["seed"], sample.id, len(sample.options))
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        letter = parse_official(self.reply(response.text))
+        letter = parse_official(self.reply(response))
         if letter is None:
-            pick = random_letter(self.settings["seed"], sample.id, len(sample.options))
-            return Prediction(value=LETTERS.index(pick), method="random")
+            return Prediction(value=LETTERS.index(self.draw(sample, response)), method="random")
         return Prediction(value=LETTERS.index(letter), method="rule")
 
 
@@ -247,8 +250,16 @@ class LongVideoBenchLmmsEval(LongVideoBenchHarness):
             text = f"{prefix}\n{text}"
         return [*frames, Text(text=text)]
 
-    def reply(self, text: str) -> str:
-        return strip_reasoning_tags(text)  # the evaluator's default --reasoning_tags (0.7.0 on)
+    def reply(self, response: Response) -> str:
+        return task_reply(response, self.compat)  # the evaluator's default --reasoning_tags (0.7.0 on)
+
+    def draw(self, sample: Sample, response: Response) -> str:
+        """lmms-eval's own random pick when its log holds it (`lvb_acc.parsed_pred` of a reply
+        without a letter), else lvu's per-question draw."""
+        pick = response.logged.pick if response.logged is not None else None
+        if pick is not None and pick in LETTERS[:len(sample.options)]:
+            return pick
+        return super().draw(sample, response)
 
 
 class LongVideoBenchLmmsEval071(LongVideoBenchLmmsEval):
@@ -264,8 +275,6 @@ class LongVideoBenchLmmsEval06(LongVideoBenchLmmsEval071):
     compat = LMMS_EVAL_0_6
     peer = f"lmms-eval {RELEASES[LMMS_EVAL_0_6]} (lmms_eval/tasks/longvideobench)"
 
-    def reply(self, text: str) -> str:
-        return text
 
 
 class LongVideoBenchVlmevalkit(LongVideoBenchHarness):

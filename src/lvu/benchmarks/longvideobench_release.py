@@ -27,6 +27,7 @@ from lvu.benchmarks.loading import (
 from lvu.benchmarks.longvideobench_ref import DURATIONS
 from lvu.errors import DataError, LvuError
 from lvu.types import Sample, SampleResult, SubtitleRef, VideoRef
+from lvu.textlines import text_lines
 
 HF_DATASET = "longvideobench/LongVideoBench"
 HF_REVISION = "main"
@@ -126,7 +127,7 @@ def read_records(path: Path) -> list[Any]:
                      unreadable="it must be the UTF-8 release JSON")
     try:
         if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [json.loads(line) for line in text_lines(text) if line.strip()]
         records = json.loads(text)
     except json.JSONDecodeError as e:
         raise json_error(path, e, "download it again") from None

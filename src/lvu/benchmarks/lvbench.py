@@ -66,7 +66,7 @@ from lvu.errors import DataError, LvuError
 from lvu.media.sampling import Fps, Lmms, Uniform
 from lvu.scoring.choice import lmms_extract_mcq, mean_pct as _pct
 from lvu.scoring.lmms_eval import (
-    LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, extract_legacy, strip_reasoning_tags,
+    LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, extract_legacy, task_reply,
 )
 from lvu.types import (
     LETTERS, Frame, InputPlan, Prediction, Prompt, Response, Sample, SampleResult, Score, Subtitle, Text,
@@ -173,7 +173,7 @@ class LvbenchLmmsEval(LvbenchHarness):
         return lmms_extract_mcq(text, "ABCD"), "extract_mcq_answer"
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        letter, method = self.letter(strip_reasoning_tags(response.text, self.compat))
+        letter, method = self.letter(task_reply(response, self.compat))
         return Prediction(value=CHOICES.index(letter) if letter else None, method=f"{self.compat} {method}")
 
 

@@ -17,7 +17,7 @@ from lvu.benchmarks.mlvu_release import BY_TYPE, TASKS
 from lvu.errors import LvuError
 from lvu.media.sampling import Fps, Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
-from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, strip_reasoning_tags
+from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
 from lvu.types import LETTERS, Frame, Part, Prediction, Prompt, Response, Sample, SampleResult, Text, VideoMeta
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
@@ -217,13 +217,14 @@ class MlvuLmmsEval(MlvuHarness):
         post = LMMS_POST_PROMPT if self.settings["split"] == "dev" else ""
         return self._prompt(sample, [*frames, Text(text=f"{sample.question}\n{lines}{post}")], max_tokens=16)
 
-    def visible_reply(self, text: str) -> str:
-        """The reply as its tasks see it: reasoning blocks cut by the evaluator (0.7.0 on)."""
-        return strip_reasoning_tags(text, self.compat)
+    def visible_reply(self, response: Response) -> str:
+        """The reply as its tasks see it: reasoning blocks cut by the evaluator (0.7.0 on; 0.6 passes
+        it on uncut), or a logged filtered_resps as it is."""
+        return task_reply(response, self.compat)
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
         valid = LETTERS[:len(sample.options)]
-        got = lmms_extract_mcq(self.visible_reply(response.text))
+        got = lmms_extract_mcq(self.visible_reply(response))
         return Prediction(value=valid.index(got) if got and got in valid else None,
                           method=f"{self.compat} extract_mcq_answer")
 
@@ -246,7 +247,7 @@ class MlvuLmmsEval071(MlvuLmmsEval):
     peer = f"lmms-eval {RELEASES[LMMS_EVAL_0_7_1]} (lmms_eval/tasks/mlvu)"
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
-        got = check_ans_pred(self.visible_reply(response.text).strip())
+        got = check_ans_pred(self.visible_reply(response).strip())
         return _letter_prediction(got, LETTERS[:len(sample.options)], method=f"{self.compat} char before the first ')'")
 
 
@@ -256,8 +257,6 @@ class MlvuLmmsEval06(MlvuLmmsEval071):
     compat = LMMS_EVAL_0_6
     peer = f"lmms-eval {RELEASES[LMMS_EVAL_0_6]} (lmms_eval/tasks/mlvu)"
 
-    def visible_reply(self, text: str) -> str:
-        return text
 
 
 class MlvuVlmevalkit(MlvuHarness):

@@ -19,7 +19,7 @@ from lvu.benchmarks.harness import Harness
 from lvu.errors import LvuError
 from lvu.media.sampling import Center, Fps, Lmms
 from lvu.scoring import judge_prompts
-from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, strip_reasoning_tags
+from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
 from lvu.types import LETTERS, Prediction, Response, Sample, Subtitle, VideoMeta
 
 MAX_SECONDS = 900.0
@@ -244,7 +244,7 @@ class NeptuneLmmsEval(NeptuneHarness):
         return LMMS_MAX_TOKENS
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        text = strip_reasoning_tags(response.text, self.compat)  # as its evaluator does
+        text = task_reply(response, self.compat)  # as its evaluator hands it over
         return Prediction(value=parse_lmms(text, sample.options), method="lmms-eval")
 
 

@@ -34,6 +34,7 @@ from lvu.benchmarks.loading import (
 )
 from lvu.errors import DataError, LvuError
 from lvu.types import Sample, SubtitleRef, VideoRef
+from lvu.textlines import text_lines
 
 SUBSETS = ("full", "mma", "mmh")
 RELEASE_URL = "https://storage.mtls.cloud.google.com/neptunedata/neptune_{subset}.json"
@@ -134,7 +135,7 @@ def read_records(path: Path) -> list[Any]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [json.loads(line) for line in text_lines(text) if line.strip()]
         except json.JSONDecodeError:
             raise json_error(path, e, "download the file again") from None
     if isinstance(data, dict):

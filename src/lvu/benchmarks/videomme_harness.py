@@ -23,7 +23,7 @@ from lvu.benchmarks.harness import Harness
 from lvu.errors import LvuError
 from lvu.media.sampling import Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
-from lvu.scoring.lmms_eval import LEGACY_PREFIXES, extract_legacy, first_letter_after_prefixes, strip_reasoning_tags
+from lvu.scoring.lmms_eval import LEGACY_PREFIXES, extract_legacy, first_letter_after_prefixes, task_reply
 from lvu.types import LETTERS, Frame, Prediction, Response, Sample, Score, Subtitle, VideoMeta
 
 INSTRUCTION = ("Select the best answer to the following multiple-choice question based on the video. "
@@ -243,7 +243,7 @@ class VideoMMELmmsEval(VideoMMEPeerHarness):
         return lmms_extract_mcq(text, "ABCD"), "extract_mcq_answer"
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        letter, method = self.read_letter(strip_reasoning_tags(response.text or "", self.compat))
+        letter, method = self.read_letter(task_reply(response, self.compat))
         return Prediction(value=LETTERS.index(letter) if letter else None, method=f"{self.compat} {method}")
 
 

@@ -32,6 +32,7 @@ from lvu.construct import needle_questions
 from lvu.construct.needle_questions import same_case
 from lvu.construct.neptune_parse import ReplyParseError
 from lvu.errors import DataError
+from lvu.textlines import text_lines
 
 FIGURE_7 = (
     "You are a question setter. Your task is to evaluate the participants' ability to capture detailed "
@@ -179,7 +180,7 @@ def jsonl_captions(source: str | Path) -> dict[str, str]:
     if not path.is_file() or path.suffix.lower() not in (".jsonl", ".json", ".ndjson"):
         return {}
     out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(text_lines(path.read_text(encoding="utf-8")), start=1):
         try:
             rec = json.loads(line) if line.strip() else None
         except ValueError:

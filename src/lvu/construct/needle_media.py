@@ -29,6 +29,7 @@ import numpy as np
 from lvu.construct.splice_audio import AudioFormat, decode_audio
 from lvu.errors import DataError, LvuError
 from lvu.media.av_io import _open
+from lvu.textlines import text_lines
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", ".ts")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".gif")
@@ -113,7 +114,7 @@ def load_needles(source: str | Path, *, seconds: float = 3.0) -> list[Needle]:
         raise DataError(f"{source}: not a needle (videos {', '.join(VIDEO_SUFFIXES[:4])}, images, .txt) nor a needle "
                         f"JSONL file ({', '.join(JSONL_SUFFIXES)}) — rename it or pass its folder")
     needles = []
-    for n, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(text_lines(source.read_text(encoding="utf-8")), start=1):
         if line.strip():
             needles.append(_from_record(line, f"{source}:{n}", source.parent, seconds))
     if not needles:

@@ -115,7 +115,7 @@ def grade_rows(bench: Benchmark, rows: list[SavedRow]) -> list[SampleResult]:
             result.error = row.error
         else:
             try:
-                grade(bench, s, Response(text=row.response), result)
+                grade(bench, s, Response(text=row.response, logged=row.logged), result)
             except LvuError as e:
                 result.error = str(e)
         results.append(result)

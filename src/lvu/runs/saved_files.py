@@ -6,12 +6,15 @@ Formats (`lvu import` and `lvu score`, docs/migrating.md):
   (videomme_perception_score.question_id, lvb_acc.id, neptune_acc.key) and, where the task logs no
   id (lvbench, mlvu), from the question text (`input`, mlvu's payload question_id, which is the
   question). Older logs with `doc` (and `{"logs": [...]}` files) are read the same way. The reply is
-  `filtered_resps` (reasoning tags stripped), else `resps`.
+  `filtered_resps`, scored as it is (`LoggedReply.filtered`: lmms-eval's evaluator already cut the
+  reasoning tags, and cutting twice can change the letter), else `resps` (cut as a run's reply is).
+  LongVideoBench's `lvb_acc.parsed_pred` is kept as the letter lmms-eval drew for a reply without one.
 - "vlmevalkit": the per-dataset prediction sheet `<model>_<dataset>.xlsx|tsv|csv|json` (the
   dataset's TSV columns plus `prediction`); joined by an id column when the dataset has one
   (LongVideoBench `id`), else by `video` + `question` (Video-MME, MLVU: their `index` is a row
   number of VLMEvalKit's own TSV, not a question id). A `prediction` of VLMEvalKit's API failure
-  message is stored as a failed sample.
+  message is stored as a failed sample, except under a `compat=vlmevalkit` mode, whose harness
+  scores it as VLMEvalKit does.
 - "official": what `lvu score` always read — the benchmark's official output file
   (`Benchmark.read_predictions`) or lvu's own export lines {sample_id, response}.
 
@@ -32,12 +35,15 @@ from typing import Any
 from lvu.benchmarks.base import Benchmark, json_id_map, lmms_log_response
 from lvu.errors import DataError, LvuError
 from lvu.runs.vlmevalkit_sheets import read_table
-from lvu.types import LETTERS, Sample
+from lvu.scoring.vlmevalkit import FAIL_MSG, is_api_failure, is_vlmevalkit
+from lvu.types import LETTERS, LoggedReply, Sample
+from lvu.textlines import text_lines
 
 FORMATS = ("auto", "lmms-eval", "vlmevalkit", "official")
 TABLE_SUFFIXES = (".xlsx", ".tsv", ".csv")
-VLMEVALKIT_FAIL = "Failed to obtain answer via API."
-"""VLMEvalKit's FAIL_MSG: the model call failed; lvu stores such a row as a failed sample."""
+VLMEVALKIT_FAIL = FAIL_MSG
+"""VLMEvalKit's FAIL_MSG: the model call failed; lvu stores such a row as a failed sample (outside
+the `compat=vlmevalkit` modes)."""
 
 ID_FIELDS = {"videomme": "question_id", "longvideobench": "id", "lvbench": "uid", "neptune": "key",
              "mlvu": "question_id"}
@@ -57,6 +63,8 @@ class SavedRow:
     error: str | None = None
     prompt_text: str | None = None
     """The harness's own prompt text when the file has it (lmms-eval's `input`)."""
+    logged: LoggedReply | None = None
+    """What the harness's log says it did with the reply (scored as the log says)."""
 
 
 @dataclass
@@ -105,7 +113,10 @@ def read_saved(bench: Benchmark, path: Path, fmt: str = "auto") -> SavedFile:
         fmt = detect_format(path, text)
     if fmt == "vlmevalkit":
         rows = read_table(path, text)  # lvu.runs.vlmevalkit_sheets
-        return _join(bench, path, fmt, [_vlmevalkit_row(r) for r in rows], model_name=vlmevalkit_model_name(path))
+        # under a vlmevalkit mode the harness scores the API failure message as VLMEvalKit does
+        failed_rows = not is_vlmevalkit(str(bench.settings.get("compat", "")))
+        return _join(bench, path, fmt, [_vlmevalkit_row(r, failed_rows) for r in rows],
+                     model_name=vlmevalkit_model_name(path))
     if text is None:
         raise DataError(f"{path}: an .xlsx sheet is a VLMEvalKit file — pass --format vlmevalkit (or auto)")
     if fmt == "lmms-eval":
@@ -146,7 +157,7 @@ def _whole_json(text: str) -> Any:
 
 
 def _first_line(text: str) -> Any:
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = next((ln for ln in text_lines(text) if ln.strip()), "")
     return _whole_json(line)
 
 
@@ -157,7 +168,7 @@ def _json_rows(path: Path, text: str, *, lmms: bool = False) -> list[tuple[str, 
         items = [(f"{path}: logs[{i}]", row) for i, row in enumerate(whole["logs"])]
     else:
         items = []
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(text_lines(text), 1):
             if not line.strip():
                 continue
             try:
@@ -189,6 +200,7 @@ class _Row:
     order: float = 0.0
     error: str | None = None
     prompt_text: str | None = None
+    logged: LoggedReply | None = None
 
 
 def _lmms_row(item: tuple[str, dict], fam: str) -> _Row:
@@ -209,15 +221,18 @@ def _lmms_row(item: tuple[str, dict], fam: str) -> _Row:
         texts += [d.get("question_id") for d in payloads]
     texts.append(row.get("input"))
     videos = [doc.get(f) for f in VIDEO_FIELDS.get(fam, ())]
+    picks = [d.get("parsed_pred") for d in payloads] if fam == "longvideobench" else []
+    logged = LoggedReply(filtered=row.get("filtered_resps") is not None,
+                         pick=next((p for p in picks if isinstance(p, str) and p), None))
     answer = next((d.get("answer") for d in payloads if isinstance(d.get("answer"), str)), None) or row.get("target")
     doc_id = row.get("doc_id")
     return _Row(where=where, label=_label(where), response=str(response or ""), ids=_strings(ids),
                 texts=_strings(texts), videos=_strings(videos), answer=answer if isinstance(answer, str) else None,
                 order=float(doc_id) if isinstance(doc_id, (int, float)) else 0.0,
-                prompt_text=row["input"] if isinstance(row.get("input"), str) else None)
+                prompt_text=row["input"] if isinstance(row.get("input"), str) else None, logged=logged)
 
 
-def _vlmevalkit_row(item: tuple[str, dict]) -> _Row:
+def _vlmevalkit_row(item: tuple[str, dict], failed_rows: bool = True) -> _Row:
     where, row = item
     if "prediction" not in row:
         raise DataError(f"{where}: no 'prediction' column — pass VLMEvalKit's <model>_<dataset> prediction "
@@ -230,7 +245,7 @@ def _vlmevalkit_row(item: tuple[str, dict]) -> _Row:
     return _Row(where=where, label=_label(where), response=text, ids=_strings(ids),
                 texts=_strings([row.get("question")]), videos=_strings(videos),
                 answer=str(row["answer"]) if row.get("answer") not in (None, "") else None,
-                order=_number(index), error=f"VLMEvalKit: {VLMEVALKIT_FAIL}" if VLMEVALKIT_FAIL in text else None)
+                order=_number(index), error=f"VLMEvalKit: {FAIL_MSG}" if failed_rows and is_api_failure(text) else None)
 
 
 def _label(where: str) -> str:
@@ -346,7 +361,7 @@ def _join(bench: Benchmark, path: Path, fmt: str, rows: list[_Row], *, model_nam
     for row in sorted(rows, key=lambda r: r.order):  # stable: file order among equal doc ids
         i, repeated = index.match(row)
         if i is not None:
-            out.rows.append(SavedRow(samples[i], row.response, row.error, row.prompt_text))
+            out.rows.append(SavedRow(samples[i], row.response, row.error, row.prompt_text, row.logged))
         elif repeated:
             out.duplicates += 1
         else:

@@ -5,6 +5,7 @@ refused rather than read as fewer or empty answers (lvu.runs.saved_files joins t
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -29,7 +30,7 @@ def read_table(path: Path, text: str | None) -> list[tuple[str, dict]]:
         raise DataError(f"{path}: not a VLMEvalKit prediction file — expected .xlsx, .tsv, .csv or a JSON "
                         "list of records with a 'prediction' field")
     csv.field_size_limit(1 << 30)  # long replies
-    reader = csv.DictReader(text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ",")
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ",")
     if not reader.fieldnames or "prediction" not in reader.fieldnames:
         raise DataError(f"{path}: no 'prediction' column (columns: {', '.join(reader.fieldnames or [])}) — pass "
                         "VLMEvalKit's <model>_<dataset> prediction file")

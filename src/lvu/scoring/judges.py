@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, ValidationError
 from lvu.errors import DataError, LvuError
 from lvu.scoring import judge_prompts as jp
 from lvu.types import LETTERS, Prompt, Text
+from lvu.textlines import text_lines
 
 if TYPE_CHECKING:
     from lvu.models.base import Model
@@ -357,7 +358,7 @@ def read_dev_set(path: str | Path) -> list[DevRow]:
     """JSONL rows {question, reference, candidate, label (0/1) | score (0-1)}; DataError 'file:line: ...'."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise DataError(f"{path}: dev set not found — pass a JSONL file of question/reference/candidate/label rows") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 
 from lvu.errors import LvuError
+from lvu.scoring.vlmevalkit import COMMITS, VLMEVALKIT
+from lvu.types import Response
 
 LMMS_EVAL = "lmms-eval"
 LMMS_EVAL_0_7_1 = "lmms-eval@0.7.1"
@@ -45,6 +47,9 @@ def check_compat(compat: str, allowed: tuple[str, ...], benchmark: str) -> None:
     if str(compat).startswith(LMMS_EVAL):
         modes = "; ".join(f"{m} = lmms-eval {RELEASES[m]}" for m in allowed if m in RELEASES)
         raise LvuError(f"compat={compat!r} is unknown for {benchmark} — its lmms-eval modes: {modes}")
+    if str(compat).startswith(VLMEVALKIT) and any(m in COMMITS for m in allowed):
+        modes = "; ".join(f"{m} = VLMEvalKit @{COMMITS[m]}" for m in allowed if m in COMMITS)
+        raise LvuError(f"compat={compat!r} is unknown for {benchmark} — its VLMEvalKit modes: {modes}")
     raise LvuError(f"compat={compat!r} is unknown for {benchmark} — use one of {', '.join(allowed)}")
 
 
@@ -84,3 +89,13 @@ def first_letter_after_prefixes(s: str, prefixes: tuple[str, ...]) -> str:
 def extract_legacy(s: str) -> str:
     """lmms-eval <= 0.7.1 `extract_characters_regex` (Video-MME and LVBench tasks): a letter A-D or ""."""
     return first_letter_after_prefixes(s, LEGACY_PREFIXES)
+
+
+def task_reply(response: Response, compat: str = LMMS_EVAL) -> str:
+    """The reply as lmms-eval's tasks see it: a logged `filtered_resps` as it is (its evaluator already
+    stripped it: stripping again is not idempotent — `B</th<analysis>x</analysis>ink>A` is `B</think>A`
+    once and `A` twice), else the model's text through `strip_reasoning_tags`."""
+    text = response.text or ""
+    if response.logged is not None and response.logged.filtered:
+        return text
+    return strip_reasoning_tags(text, compat)
