@@ -210,6 +210,17 @@ class Benchmark(ABC):
         """The score of a prediction from the judge's decision on `judge_task(sample, prediction)`."""
         raise NotImplementedError(f"benchmark {self.name!r} defines no judge task")
 
+    def choice_task(self, sample: Sample, prediction: Prediction, reply: str, *, llm_extract: bool) -> JudgeTask | None:
+        """The judge task that reads which option a multiple-choice `reply` chooses, or None. By
+        default lvu's LLM choice extraction (kind "choice", options shown), only with `llm_extract`
+        and only where the rule extractor found no option (`needs_choice_fallback`). A harness whose
+        own protocol asks a judge (VLMEvalKit's MLVU) overrides this (lvu.runs.judging asks it)."""
+        from lvu.scoring.judges import JudgeTask
+
+        if not (llm_extract and needs_choice_fallback(sample, prediction)):
+            return None
+        return JudgeTask(kind="choice", question=sample.question, candidate=reply, options=list(sample.options))
+
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:
         """Tables in the paper's layout. Default: overall plus one table per label key. The results
         may come without their display fields (prompt, question, options, explanation, frame
@@ -256,6 +267,15 @@ def _duration_plan(cls: type, plan: Callable[..., InputPlan]) -> Callable[..., I
         return plan(self, sample, video.duration if isinstance(video, VideoMeta) else video)
 
     return adapted
+
+
+def needs_choice_fallback(sample: Sample, prediction: Prediction) -> bool:
+    """A multiple-choice reply in which the rule extractor found no option: no prediction, a
+    non-option value, or a random fallback pick (LongVideoBench's `method="random"`)."""
+    if not sample.options:
+        return False
+    value = prediction.value
+    return prediction.method == "random" or not isinstance(value, int) or not 0 <= value < len(sample.options)
 
 
 # ---- reading saved responses: the generic formats `read_predictions` overrides share -------------

@@ -20,9 +20,13 @@ A new peer release is one new subclass and one table entry.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Mapping, TypeVar
 
 from lvu.scoring.lmms_eval import check_compat
+from lvu.types import Prediction, Sample
+
+if TYPE_CHECKING:
+    from lvu.scoring.judges import JudgeTask
 
 B = TypeVar("B")
 
@@ -41,6 +45,11 @@ class Harness(Generic[B]):
     @property
     def settings(self) -> dict[str, Any]:
         return self.bench.settings  # type: ignore[attr-defined]  # B is any benchmark class
+
+    def choice_task(self, sample: Sample, prediction: Prediction, reply: str) -> JudgeTask | None:
+        """The judge task this harness's own protocol asks to read the option a reply chooses
+        (VLMEvalKit's MLVU judge), or None (the default): lvu's `--llm-extract` decides alone."""
+        return None
 
 
 H = TypeVar("H", bound=type)

@@ -273,6 +273,11 @@ class Mlvu(Benchmark):
         """The judge's total (2-10; a parse failure counts what was read, missing scores as 0)."""
         return Score(value=float(judgement.value or 0.0), counted=True, explanation=judgement.summary())
 
+    def choice_task(self, sample: Sample, prediction: Prediction, reply: str, *, llm_extract: bool) -> JudgeTask | None:
+        """The harness's own judge (VLMEvalKit's MLVU asks one for the rows its rules miss), else lvu's."""
+        own = self.harness.choice_task(sample, prediction, reply)
+        return own if own is not None else super().choice_task(sample, prediction, reply, llm_extract=llm_extract)
+
     # ---- aggregation ----------------------------------------------------------------------------
 
     def aggregate(self, results: list[SampleResult]) -> list[Breakdown]:

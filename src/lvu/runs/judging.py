@@ -1,10 +1,12 @@
 """The judge stage: after a sample is graded, ask a judge where the benchmark needs one.
 
 Used by the engine (inline, stage 2) and by `lvu judge score` (post hoc over a stored run). Per sample:
-1. LLM choice extraction (only with `llm_extract`): a multiple-choice reply in which the rule
-   extractor found no option — no prediction, a non-option string, or a random fallback pick
-   (LongVideoBench's `method="random"`) — is shown to the judge with the lettered options; an
-   option it names becomes the prediction (method "llm-judge") and is scored by the benchmark.
+1. Choice extraction, `bench.choice_task`: by default lvu's LLM choice extraction (only with
+   `llm_extract`): a multiple-choice reply in which the rule extractor found no option — no
+   prediction, a non-option string, or a random fallback pick (LongVideoBench's `method="random"`)
+   — is shown to the judge with the lettered options; a harness whose own protocol asks a judge
+   (VLMEvalKit's MLVU) gives its own task. An option the judge names becomes the prediction
+   (method "llm-judge") and is scored by the benchmark.
 2. `bench.judge_task(sample, prediction)`: open-ended / generation samples get a JudgeTask; the
    judgement becomes the score through `bench.judged_score`.
 Every judgement is kept in `SampleResult.judge` (the Judgement: kind, value, verdict, method,
@@ -26,7 +28,7 @@ from lvu.errors import LvuError
 from lvu.progress import LoggedProgress
 from lvu.runs.stage_runner import run_each
 from lvu.runs.tracebacks import traceback_text
-from lvu.scoring.judges import Judge, Judgement, JudgeTask
+from lvu.scoring.judges import Judge, Judgement
 from lvu.types import Prediction, Response, Sample, SampleResult, Score
 
 if TYPE_CHECKING:
@@ -35,14 +37,6 @@ if TYPE_CHECKING:
 
 JUDGE_FAILED = "judge failed: "
 """Prefix of the error of a sample whose judge call failed (its response is fine)."""
-
-
-def needs_choice_fallback(sample: Sample, prediction: Prediction) -> bool:
-    """A multiple-choice reply in which the rule extractor found no option."""
-    if not sample.options:
-        return False
-    value = prediction.value
-    return prediction.method == "random" or not isinstance(value, int) or not 0 <= value < len(sample.options)
 
 
 def _apply(result: SampleResult, prediction: Prediction, score: Score) -> None:
@@ -63,9 +57,8 @@ async def judge_sample(bench: Benchmark, sample: Sample, result: SampleResult, j
     Raises LvuError("judge failed: ...") when the judge call fails."""
     prediction = bench.extract(sample, Response(text=result.response or ""))
     asked = False
-    if llm_extract and needs_choice_fallback(sample, prediction):
-        choice = JudgeTask(kind="choice", question=sample.question, candidate=result.response or "",
-                           options=list(sample.options))
+    choice = bench.choice_task(sample, prediction, result.response or "", llm_extract=llm_extract)
+    if choice is not None:
         judgement = _checked(await judge.judge(choice, sample_id=sample.id))
         result.judge, asked = judgement.model_dump(mode="json"), True
         if judgement.value is not None:
@@ -89,7 +82,7 @@ def wants_judge(bench: Benchmark, sample: Sample, result: SampleResult, *, llm_e
     if result.response is None or (result.error and not result.error.startswith(JUDGE_FAILED)):
         return False
     prediction = bench.extract(sample, Response(text=result.response))
-    if llm_extract and needs_choice_fallback(sample, prediction):
+    if bench.choice_task(sample, prediction, result.response, llm_extract=llm_extract) is not None:
         return True
     return bench.judge_task(sample, prediction) is not None
 

@@ -105,7 +105,7 @@ def is_unreadable(r: SampleResult) -> bool:
     sample whose prediction is not an option index — None (haystack, jsonl, Video-MME, Neptune),
     the text the official rule kept (MLVU's and LVBench's "1" from "(1)") or a letter beyond the
     options — or LongVideoBench's random pick for a reply without a letter (`RANDOM_PICK`). The
-    same replies `--llm-extract` hands to the judge (lvu.runs.judging.needs_choice_fallback).
+    same replies `--llm-extract` hands to the judge (lvu.benchmarks.base.needs_choice_fallback).
     Open-ended samples (no options) are never unreadable here: their text is the answer."""
     n_options = r.n_options or len(r.options)
     if not n_options or r.error is not None or r.response is None:

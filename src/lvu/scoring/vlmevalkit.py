@@ -54,3 +54,10 @@ def reread(text: str | None) -> str | None:
 def is_api_failure(text: str | None) -> bool:
     """Whether the reply holds VLMEvalKit's API failure message (its scorers test `FAIL_MSG in pred`)."""
     return text is not None and FAIL_MSG in text
+
+
+UNMATCHED = "vlmevalkit-unmatched"
+"""`Prediction.method` of a VLMEvalKit reply its rules read no option from and its `evaluate()`
+hands to its LLM judge when one works (MLVU_MCQ: check_ans, then can_infer, then the judge); with
+`--judge` such a reply gets the harness's `choice_task`, without one it is wrong as under
+VLMEvalKit's `exact_matching`."""
