@@ -15,6 +15,8 @@ import pytest
 
 from lvu.benchmarks import mlvu
 from lvu.benchmarks.mlvu import HUB_REVISION, Mlvu, mlvu_indices, qa_template
+from lvu.benchmarks.mlvu_vlmevalkit import CAN_INFER
+from lvu.scoring.vlmevalkit import UNMATCHED
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.api import run
@@ -243,12 +245,18 @@ def test_prompts_are_byte_identical_to_the_official_templates(root):
                                  "(D) At a restaurant\nOnly give the best option.\nBest option: (")
     lt = Mlvu(data=str(root), compat="lmms-eval", split="test").build_prompt(s["NQA_0"], frames, [])
     assert lt.parts[-1].text == NEEDLE_Q + "\n(A) In a park\n(B) By the sea shore\n(C) In his office\n(D) At a restaurant"
+    old = Mlvu(data=str(root), compat="vlmevalkit@296425e2").build_prompt(s["NQA_0"], frames, [])
+    assert old.summary()["order"] == "TFFT" and old.system == p.system and old.assistant_prefix is None
+    assert old.parts[0].text == p.parts[-1].text[:-len("\nOnly give the best option.")]
+    assert old.parts[-1].text == "\nOnly give the best option."
+    og = Mlvu(data=str(root), compat="vlmevalkit@296425e2").build_prompt(s["SSC_0"], frames, [])
+    assert og.summary()["order"] == "TFF" and og.system == g.system
+    # e8e78f05 (the default vlmevalkit): the frames come first, then the same two texts
     vk = Mlvu(data=str(root), compat="vlmevalkit").build_prompt(s["NQA_0"], frames, [])
-    assert vk.summary()["order"] == "TFFT" and vk.system == p.system and vk.assistant_prefix is None
-    assert vk.parts[0].text == p.parts[-1].text[:-len("\nOnly give the best option.")]
-    assert vk.parts[-1].text == "\nOnly give the best option."
+    assert vk.summary()["order"] == "FFTT" and vk.system == p.system and vk.assistant_prefix is None
+    assert [x.text for x in vk.parts[2:]] == [old.parts[0].text, "\nOnly give the best option."]
     vg = Mlvu(data=str(root), compat="vlmevalkit").build_prompt(s["SSC_0"], frames, [])
-    assert vg.summary()["order"] == "TFF" and vg.system == g.system
+    assert vg.summary()["order"] == "FFT" and vg.system == g.system and vg.parts[-1].text == og.parts[0].text
 
 
 # ---- extraction and scoring ---------------------------------------------------------------------------
@@ -322,25 +330,27 @@ def test_lmms_eval_never_credits_test_options_e_and_f():
     assert Mlvu(split="test").score(s, Mlvu(split="test").extract(s, Response(text="E"))).correct is True
 
 
-VLMEVALKIT = [  # check_ans, else can_infer (exact_matching, no judge); answer B
-    ("B) By the sea shore", True, "rule"),
-    ("B. By the sea shore", True, "vlmevalkit-can-infer"),  # one letter among the words
-    ("By the sea shore", True, "vlmevalkit-can-infer"),  # no letter: the option text is in the reply
-    ("A man stands by the sea shore", False, "vlmevalkit-can-infer"),  # the article "A" is the one letter
-    ("I'd say C) In his office", False, "vlmevalkit-can-infer"),
-    ("B and C", False, "rule"),  # two letters, no option text: nothing inferred
-    ("Cannot determine the answer", False, "vlmevalkit-can-infer"),  # refusal → 'Z'
+VLMEVALKIT = [  # check_ans, else can_infer (exact_matching, no judge); answer B; (credited, method) at e8e78f05, 296425e2
+    ("B) By the sea shore", (True, "rule"), (True, "rule")),
+    ("B. By the sea shore", (True, CAN_INFER), (True, CAN_INFER)),  # 296425e2: one letter; e8e78f05: the text
+    ("By the sea shore", (True, CAN_INFER), (True, CAN_INFER)),  # no letter: the option text is in the reply
+    # the article "A" is the one letter: 296425e2 reads it anywhere, e8e78f05 only among the last 4 words (then the text)
+    ("A man stands by the sea shore", (True, CAN_INFER), (False, CAN_INFER)),
+    ("I'd say C) In his office", (False, CAN_INFER), (False, CAN_INFER)),
+    ("B and C", (False, UNMATCHED), (False, UNMATCHED)),  # two letters, no option text: the judge's row
+    ("Cannot determine the answer", (False, CAN_INFER), (False, CAN_INFER)),  # refusal → 'Z'
 ]
 
 
-@pytest.mark.parametrize("reply,credited,method", VLMEVALKIT)
-def test_vlmevalkit_extraction(root, reply, credited, method):
-    b = Mlvu(data=str(root), compat="vlmevalkit")
-    s = by_id(b.load()[0])
-    pred = b.extract(s["NQA_0"], Response(text=reply))
-    assert (b.score(s["NQA_0"], pred).correct, pred.method) == (credited, method)
-    if reply.startswith("Cannot"):
-        assert pred.value == "Z"
+@pytest.mark.parametrize("reply,e8e78f05,c296425e2", VLMEVALKIT)
+def test_vlmevalkit_extraction(root, reply, e8e78f05, c296425e2):
+    for compat, want in (("vlmevalkit", e8e78f05), ("vlmevalkit@296425e2", c296425e2)):
+        b = Mlvu(data=str(root), compat=compat)
+        s = by_id(b.load()[0])
+        pred = b.extract(s["NQA_0"], Response(text=reply))
+        assert (b.score(s["NQA_0"], pred).correct, pred.method) == want, compat
+        if reply.startswith("Cannot"):
+            assert pred.value == "Z"
 
 
 def test_vlmevalkit_fallback_uses_the_first_equal_candidate(root):
@@ -372,7 +382,8 @@ def test_m_avg_official_and_harness_weightings():
     assert list(tasks) == ["AR", "NQA", "PQA", "AO"]  # Table 1 column order
     assert table(official, "overall") == {"M-Avg": (9, 52.5)}  # (100 + 50 + 60 + 0) / 4 tasks
     assert table(Mlvu(compat="lmms-eval").aggregate(MC_RESULTS), "overall")["M-Avg"][1] == pytest.approx(30.0)  # / 7
-    assert table(Mlvu(compat="vlmevalkit").aggregate(MC_RESULTS), "overall")["M-Avg"] == (8, 62.5)  # 5/8, no AO
+    assert table(Mlvu(compat="vlmevalkit@296425e2").aggregate(MC_RESULTS), "overall")["M-Avg"] == (8, 62.5)  # 5/8, no AO
+    assert table(Mlvu(compat="vlmevalkit").aggregate(MC_RESULTS), "overall")["M-Avg"] == (9, pytest.approx(500 / 9))  # AO in
     lm_test = Mlvu(compat="lmms-eval", split="test").aggregate(MC_RESULTS)
     assert table(lm_test, "overall")["M-Avg"][1] == pytest.approx(210 / 9)
 

@@ -116,7 +116,7 @@ def cases() -> list[Any]:
 def modes_of(benchmark: str) -> list[str]:
     """The compat values the benchmark runs under (its harness table, less the ones it refuses)."""
     bench = make_benchmark(benchmark, SETTINGS.get(benchmark, {}))
-    module = __import__(type(bench.harness).__module__, fromlist=["HARNESSES"])
+    module = __import__(type(bench).__module__, fromlist=["HARNESSES"])
     modes = []
     for compat in module.HARNESSES:
         try:

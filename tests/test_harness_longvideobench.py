@@ -18,6 +18,8 @@ from lvu.benchmarks.longvideobench_harness import (
     LongVideoBenchLmmsEval06,
     LongVideoBenchLmmsEval071,
     LongVideoBenchVlmevalkit,
+    LongVideoBenchVlmevalkit296425e2,
+    LongVideoBenchVlmevalkitE8e78f05,
 )
 from lvu.errors import LvuError
 from lvu.types import Response, Sample, VideoRef
@@ -33,14 +35,16 @@ def sample() -> Sample:
 @pytest.mark.parametrize("compat, harness", [
     ("official", LongVideoBenchHarness), ("lmms-eval", LongVideoBenchLmmsEval),
     ("lmms-eval@0.7.1", LongVideoBenchLmmsEval071), ("lmms-eval@0.6", LongVideoBenchLmmsEval06),
-    ("vlmevalkit", LongVideoBenchVlmevalkit),
+    ("vlmevalkit", LongVideoBenchVlmevalkit), ("vlmevalkit@e8e78f05", LongVideoBenchVlmevalkitE8e78f05),
+    ("vlmevalkit@296425e2", LongVideoBenchVlmevalkit296425e2),
 ])
 def test_the_harness_is_picked_once_from_compat(compat, harness):
     for task in ("longvideobench", "longvideobench-frames"):
         bench = BENCHMARKS.get(task)(compat=compat)
         assert type(bench.harness) is harness and bench.harness.bench is bench
         assert bench.compat == compat == harness.compat and bench.lmms == compat.startswith("lmms-eval")
-    assert list(HARNESSES) == ["official", "lmms-eval", "lmms-eval@0.7.1", "lmms-eval@0.6", "vlmevalkit"]
+    assert list(HARNESSES) == ["official", "lmms-eval", "lmms-eval@0.7.1", "lmms-eval@0.6", "vlmevalkit",
+                               "vlmevalkit@e8e78f05", "vlmevalkit@296425e2"]
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -48,7 +52,7 @@ def test_a_bad_compat_is_refused_naming_the_task_and_the_values(task):
     with pytest.raises(LvuError) as e:
         BENCHMARKS.get(task)(compat="x")
     assert str(e.value) == (f"compat='x' is unknown for {task} — use one of official, lmms-eval, lmms-eval@0.7.1, "
-                            "lmms-eval@0.6, vlmevalkit")
+                            "lmms-eval@0.6, vlmevalkit, vlmevalkit@e8e78f05, vlmevalkit@296425e2")
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -66,9 +70,11 @@ def test_the_harness_decides_the_text_the_tokens_and_the_extraction():
     assert texts["official"] == "Question: What?\nA. a\nB. b\nC. c\nD. d\n" \
                                 "Answer with the option's letter from the given choices directly."
     assert texts["lmms-eval"] == texts["lmms-eval@0.6"] == texts["official"][len("Question: "):] + "\n"
-    assert texts["vlmevalkit"] == texts["official"][len("Question: "):]
+    assert texts["vlmevalkit"] == texts["vlmevalkit@e8e78f05"] == texts["vlmevalkit@296425e2"] \
+        == texts["official"][len("Question: "):]
     assert {c: LongVideoBench(compat=c).build_prompt(s, [], []).max_tokens for c in HARNESSES} == {
-        "official": 64, "lmms-eval": 32, "lmms-eval@0.7.1": 32, "lmms-eval@0.6": 32, "vlmevalkit": 64}
+        "official": 64, "lmms-eval": 32, "lmms-eval@0.7.1": 32, "lmms-eval@0.6": 32, "vlmevalkit": 64,
+        "vlmevalkit@e8e78f05": 64, "vlmevalkit@296425e2": 64}
     think = Response(text="<think>A</think>C")
     assert LongVideoBench(compat="lmms-eval").extract(s, think).value == 2  # the reasoning block is cut
     assert LongVideoBench(compat="lmms-eval@0.6").extract(s, think).value == 0  # 0.6 passes it to the parser
@@ -114,7 +120,8 @@ def test_what_depends_on_the_settings_given(tmp_path):
     with pytest.raises(LvuError, match=r"^data=16 is not a path"):  # was a raw TypeError
         LongVideoBench(data=16)
     frames = {c: LongVideoBench(compat=c).settings["frames"] for c in HARNESSES}
-    assert frames == {"official": 256, "lmms-eval": 16, "lmms-eval@0.7.1": 16, "lmms-eval@0.6": 16, "vlmevalkit": 8}
+    assert frames == {"official": 256, "lmms-eval": 16, "lmms-eval@0.7.1": 16, "lmms-eval@0.6": 16, "vlmevalkit": 8,
+                      "vlmevalkit@e8e78f05": 8, "vlmevalkit@296425e2": 8}
     assert BENCHMARKS.get("longvideobench-frames")(compat="lmms-eval").settings["frames"] == 32
     assert LongVideoBench(compat="lmms-eval", frames=256).settings["frames"] == 256  # given: kept
     assert LongVideoBench(subtitles="all").settings["frames"] == 0

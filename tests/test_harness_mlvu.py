@@ -8,13 +8,16 @@ import pytest
 
 from lvu.benchmarks import mlvu
 from lvu.benchmarks.mlvu import Mlvu, MlvuSettings
-from lvu.benchmarks.mlvu_harness import (HARNESSES, MlvuHarness, MlvuLmmsEval, MlvuLmmsEval06, MlvuLmmsEval071,
-                                         MlvuVlmevalkit)
+from lvu.benchmarks.mlvu import HARNESSES
+from lvu.benchmarks.mlvu_harness import (MlvuHarness, MlvuLiteral, MlvuLmmsEval, MlvuLmmsEval06,
+                                         MlvuLmmsEval071)
+from lvu.benchmarks.mlvu_vlmevalkit import MlvuVlmevalkit, MlvuVlmevalkit296425e2, MlvuVlmevalkitE8e78f05
 from lvu.errors import LvuError
 from lvu.types import Response, Sample, SampleResult, VideoMeta, VideoRef
 
-PICKED = {"official": MlvuHarness, "lmms-eval": MlvuLmmsEval, "lmms-eval@0.7.1": MlvuLmmsEval071,
-          "lmms-eval@0.6": MlvuLmmsEval06, "vlmevalkit": MlvuVlmevalkit}
+PICKED = {"official": MlvuHarness, "mlvu-literal": MlvuLiteral, "lmms-eval": MlvuLmmsEval,
+          "lmms-eval@0.7.1": MlvuLmmsEval071, "lmms-eval@0.6": MlvuLmmsEval06, "vlmevalkit": MlvuVlmevalkit,
+          "vlmevalkit@e8e78f05": MlvuVlmevalkitE8e78f05, "vlmevalkit@296425e2": MlvuVlmevalkit296425e2}
 
 
 def sample() -> Sample:
@@ -47,8 +50,8 @@ def test_the_harness_is_picked_once_and_every_step_uses_it(monkeypatch):
 
 
 @pytest.mark.parametrize("compat, message", [
-    ("x", "compat='x' is unknown for mlvu — use one of official, lmms-eval, lmms-eval@0.7.1, lmms-eval@0.6, "
-          "vlmevalkit"),
+    ("x", "compat='x' is unknown for mlvu — use one of official, mlvu-literal, lmms-eval, lmms-eval@0.7.1, "
+          "lmms-eval@0.6, vlmevalkit, vlmevalkit@e8e78f05, vlmevalkit@296425e2"),
     ("lmms-eval@0.5", "compat='lmms-eval@0.5' is unknown for mlvu — its lmms-eval modes: lmms-eval = lmms-eval "
                       "0.7.2-0.7.3; lmms-eval@0.7.1 = lmms-eval 0.7.0-0.7.1; lmms-eval@0.6 = lmms-eval 0.6.0-0.6.1"),
 ])
@@ -73,7 +76,8 @@ def test_releases_differ_only_where_their_code_does():
     does not strip it, the official check_ans sees the block's ')' first."""
     reply = Response(text="<think>A) is wrong</think>B) Blue")
     read = {compat: Mlvu(compat=compat).extract(sample(), reply).value for compat in PICKED}
-    assert read == {"official": 0, "lmms-eval": 1, "lmms-eval@0.7.1": 1, "lmms-eval@0.6": 0, "vlmevalkit": 1}
+    assert read == {"official": 0, "mlvu-literal": 0, "lmms-eval": 1, "lmms-eval@0.7.1": 1, "lmms-eval@0.6": 0,
+                    "vlmevalkit": 1, "vlmevalkit@e8e78f05": 1, "vlmevalkit@296425e2": 1}
     assert {name for name in vars(MlvuLmmsEval06) if not name.startswith("__")} == {"compat", "peer"}  # no stripping: task_reply knows 0.6
 
 

@@ -12,14 +12,15 @@ from lvu.benchmarks.videomme import (
 )
 from lvu.benchmarks.videomme_harness import (
     HARNESSES, VideoMMEHarness, VideoMMELmmsEval, VideoMMELmmsEval06, VideoMMELmmsEval071, VideoMMEPeerHarness,
-    VideoMMEVlmevalkit,
+    VideoMMEVlmevalkit, VideoMMEVlmevalkit296425e2, VideoMMEVlmevalkitE8e78f05,
 )
 from lvu.errors import LvuError
 from lvu.types import Prediction, Sample, VideoRef
 
 PICKED = {"official": VideoMMEHarness, "lmms-eval": VideoMMELmmsEval, "lmms-eval@0.7.1": VideoMMELmmsEval071,
-          "lmms-eval@0.6": VideoMMELmmsEval06, "vlmevalkit": VideoMMEVlmevalkit}
-KNOWN = "official, lmms-eval, lmms-eval@0.7.1, lmms-eval@0.6, vlmevalkit"
+          "lmms-eval@0.6": VideoMMELmmsEval06, "vlmevalkit": VideoMMEVlmevalkit,
+          "vlmevalkit@e8e78f05": VideoMMEVlmevalkitE8e78f05, "vlmevalkit@296425e2": VideoMMEVlmevalkit296425e2}
+KNOWN = "official, lmms-eval, lmms-eval@0.7.1, lmms-eval@0.6, vlmevalkit, vlmevalkit@e8e78f05, vlmevalkit@296425e2"
 
 
 def sample() -> Sample:

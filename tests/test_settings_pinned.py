@@ -2,7 +2,8 @@
 (tests/golden/benchmark_settings.json, recorded before settings became typed pydantic models, #31).
 The kept dict is hashed into the run id, so a changed value or type (1 vs 1.0) would orphan every
 stored run. The one intended change: a bad value that crashed with a raw TypeError (e.g. data=16)
-is now a one-line LvuError."""
+is now a one-line LvuError. Re-recorded since only where the unknown-compat message lists new modes
+(#32: vlmevalkit@e8e78f05, vlmevalkit@296425e2, mlvu-literal)."""
 
 from __future__ import annotations
 

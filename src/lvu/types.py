@@ -390,6 +390,9 @@ class SampleResult(BaseModel):
     prompt: dict[str, Any] = Field(default_factory=dict)
     frame_timestamps: list[float] = Field(default_factory=list)
     response: str | None = None
+    logged: LoggedReply | None = None
+    """What a peer harness's log said it did with `response` (an imported run): judging and
+    regrading read the reply as the import did (no second reasoning-tag strip, the logged pick)."""
     prediction: int | str | None = None
     score: float | None = None
     correct: bool | None = None

@@ -50,11 +50,16 @@ with two missing commas: "Best answer:" / "Best option:" are NOT removed, "Answe
 no letter -> "Z" = wrong (exact_matching, its default). `vlmevalkit_flag_bug=true` reproduces the
 inverted `use_subtitle` flag of VLMEvalKit #573 .. #1588 (2024-11 .. 2026-06): subtitles appear
 exactly when they were NOT asked for (LongVideoBench_8frame had them, _8frame_subs did not).
+A reply its prediction sheet's pandas round trip turns into NaN (`N/A`, `None`, "" ...: `reread`)
+has no letter (wrong); its API failure message is read like any reply (the A of "API").
+"vlmevalkit@e8e78f05" = "vlmevalkit"; "vlmevalkit@296425e2" differs only in that commit's
+`if not self.use_subtitle` (the flag bug in its code; its run.py never sets use_subtitle for
+LongVideoBench, so its runs had the cues: subtitles=none here).
 
 Settings: `LongVideoBenchSettings` (one typed field each, with its docs and checks). Harnesses
 (longvideobench_harness.py, which also holds the parser, the subtitle reading and the interleaving
 re-exported here): `LongVideoBenchHarness` (official), `LongVideoBenchLmmsEval`,
-`LongVideoBenchLmmsEval071`, `LongVideoBenchLmmsEval06` and `LongVideoBenchVlmevalkit`, chosen once
+`LongVideoBenchLmmsEval071`, `LongVideoBenchLmmsEval06`, `LongVideoBenchVlmevalkit` (and its pins), chosen once
 from `compat` by `HARNESSES`; the benchmark's frame plan, prompt and extraction delegate to it.
 """
 
@@ -125,14 +130,16 @@ class LongVideoBenchSettings(BenchmarkSettings):
         None, description="the shorter side of frames in pixels (none: full size, as the paper)")
     compat: str = Field(
         "official", description="whose harness to reproduce: official, lmms-eval, lmms-eval@0.7.1, "
-                                "lmms-eval@0.6 or vlmevalkit (longvideobench_harness.py)")
+                                "lmms-eval@0.6, vlmevalkit (= vlmevalkit@e8e78f05) or vlmevalkit@296425e2 "
+                                "(longvideobench_harness.py)")
     seed: int = Field(
         0, description="seeds the random option drawn when a reply has no letter (per sample id)")
     subtitle_dir: Any = Field(
         None, description="the folder of the subtitle JSONs (none: subtitles/ next to the annotation file)")
     vlmevalkit_flag_bug: bool = Field(
         False, description="reproduce VLMEvalKit's inverted use_subtitle (#573 .. #1588): subtitles exactly "
-                           "when not asked for; only with compat=vlmevalkit")
+                           "when not asked for; only with compat=vlmevalkit (vlmevalkit@296425e2 has it in "
+                           "its code)")
 
 
     @model_validator(mode="before")
@@ -184,7 +191,7 @@ class LongVideoBenchSettings(BenchmarkSettings):
         if self.split not in harness.splits:
             raise LvuError(harness.split_refusal)
         if self.vlmevalkit_flag_bug and not harness.flag_bug:
-            raise LvuError("vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit")
+            raise LvuError(harness.flag_bug_refusal)
         return self
 
 

@@ -1,7 +1,8 @@
 """LongVideoBench's harnesses as objects (lvu.benchmarks.harness): the official protocol
 (`LongVideoBenchHarness`), lmms-eval at three release ranges (`LongVideoBenchLmmsEval`,
-`LongVideoBenchLmmsEval071`, `LongVideoBenchLmmsEval06`) and VLMEvalKit
-(`LongVideoBenchVlmevalkit`), each overriding only where its code differs from the one it extends:
+`LongVideoBenchLmmsEval071`, `LongVideoBenchLmmsEval06`) and VLMEvalKit at two commits
+(`LongVideoBenchVlmevalkit` = e8e78f05, also as `LongVideoBenchVlmevalkitE8e78f05`, and
+`LongVideoBenchVlmevalkit296425e2`), each overriding only where its code differs from the one it extends:
 the default frame count, the frame plan, which settings it accepts, the cue placement, the question
 text, the token budget and the letter extraction. `HARNESSES` maps each `compat` value to its class;
 longvideobench.py picks one per benchmark object and delegates to it. The pure protocol functions
@@ -24,6 +25,7 @@ from lvu.benchmarks.harness import Harness
 from lvu.errors import SubtitleError
 from lvu.media.sampling import Lmms, Lvb, Vlmevalkit
 from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
+from lvu.scoring.vlmevalkit import VLMEVALKIT, VLMEVALKIT_296425E2, VLMEVALKIT_E8E78F05, commit_of, reread
 from lvu.types import LETTERS, Frame, Prediction, Response, Sample, Subtitle, Text
 
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
@@ -171,6 +173,8 @@ class LongVideoBenchHarness(Harness[Benchmark]):
     """Whether `frames` may be an fps preset ("1fps"): VLMEvalKit's, not the loader's min(N, duration)."""
     flag_bug: ClassVar[bool] = False
     """Whether it can reproduce VLMEvalKit's inverted `use_subtitle` (vlmevalkit_flag_bug)."""
+    flag_bug_refusal: ClassVar[str] = "vlmevalkit_flag_bug reproduces a VLMEvalKit bug — use it with --compat vlmevalkit"
+    """The error for vlmevalkit_flag_bug=true where `flag_bug` is False."""
     max_tokens: ClassVar[int] = 64
 
     @classmethod
@@ -278,12 +282,18 @@ class LongVideoBenchLmmsEval06(LongVideoBenchLmmsEval071):
 
 
 class LongVideoBenchVlmevalkit(LongVideoBenchHarness):
-    """VLMEvalKit's LongVideoBench: val only; nframe frames (8) or fps presets; each placed cue text
-    + "\\n"; no "Question: "; `extract_characters_regex` and no letter = 'Z' (wrong), no random draw;
-    `vlmevalkit_flag_bug` inverts `use_subtitle` as #573 .. #1588 did."""
+    """VLMEvalKit's LongVideoBench at e8e78f05: val only; nframe frames (8) or fps presets; each placed
+    cue text + "\\n"; no "Question: "; `extract_characters_regex` and no letter = 'Z' (wrong), no
+    random draw; `vlmevalkit_flag_bug` inverts `use_subtitle` as #573 .. #1588 did.
 
-    compat = "vlmevalkit"
-    peer = "VLMEvalKit @e8e78f05 (vlmeval/dataset/longvideobench.py)"
+    The reply is read as its `evaluate()` reads it: from the prediction sheet its inference wrote,
+    through pandas' default `na_values` (`reread`), so `N/A`, `None`, "" ... are NaN there;
+    `str(nan)` is "nan", no letter, and `extract_option` finds no option columns in the sheet: 'Z'
+    (wrong, with or without its judge). Its API failure message is scored like any reply ("API"
+    holds an A): `evaluate()` drops it only from its judge cache, never from the scores."""
+
+    compat = VLMEVALKIT
+    peer = f"VLMEvalKit @{commit_of(VLMEVALKIT)} (vlmeval/dataset/longvideobench.py)"
     splits = ("val",)
     split_refusal = "VLMEvalKit runs LongVideoBench val only (lvb_val.json) — use split=val or --compat official"
     subtitles_only = False
@@ -313,12 +323,39 @@ class LongVideoBenchVlmevalkit(LongVideoBenchHarness):
         return [c.model_copy(update={"text": c.text + "\n"}) for c in sample_cues(sample)]
 
     def extract(self, sample: Sample, response: Response) -> Prediction:
-        letter = parse_vlmevalkit(response.text)
+        text = reread(response.text)  # None: NaN after the sheet round trip -> no letter -> 'Z'
+        letter = None if text is None else parse_vlmevalkit(text)
         return Prediction(value=None if letter is None else LETTERS.index(letter), method="vlmevalkit")
+
+
+class LongVideoBenchVlmevalkitE8e78f05(LongVideoBenchVlmevalkit):
+    """`vlmevalkit@e8e78f05`: the default `vlmevalkit`, named by its commit."""
+
+    compat = VLMEVALKIT_E8E78F05
+    peer = f"VLMEvalKit @{commit_of(VLMEVALKIT_E8E78F05)} (vlmeval/dataset/longvideobench.py)"
+
+
+class LongVideoBenchVlmevalkit296425e2(LongVideoBenchVlmevalkit):
+    """`vlmevalkit@296425e2` (2024-12-09): the same frames (its run.py's --nframe 8 / --fps), prompt
+    text, extraction and scoring as e8e78f05, but its `build_prompt` tests `if not self.use_subtitle`:
+    the cues appear exactly when they were NOT asked for (--use-subtitle). The flag bug is that
+    commit's code, always on, so `vlmevalkit_flag_bug` is refused rather than read."""
+
+    compat = VLMEVALKIT_296425E2
+    peer = f"VLMEvalKit @{commit_of(VLMEVALKIT_296425E2)} (vlmeval/dataset/longvideobench.py)"
+    flag_bug = False
+    flag_bug_refusal = ("vlmevalkit@296425e2 inverts use_subtitle in its own code (subtitles=none gets the cues) — "
+                        "drop vlmevalkit_flag_bug")
+
+    @property
+    def with_subtitles(self) -> bool:
+        """Subtitles exactly when NOT asked for (`if not self.use_subtitle`)."""
+        return self.settings["subtitles"] != "interleave"
 
 
 HARNESSES: dict[str, type[LongVideoBenchHarness]] = {
     h.compat: h for h in (LongVideoBenchHarness, LongVideoBenchLmmsEval, LongVideoBenchLmmsEval071,
-                          LongVideoBenchLmmsEval06, LongVideoBenchVlmevalkit)
+                          LongVideoBenchLmmsEval06, LongVideoBenchVlmevalkit, LongVideoBenchVlmevalkitE8e78f05,
+                          LongVideoBenchVlmevalkit296425e2)
 }
 """compat value -> its harness, in the order the compat error lists them."""

@@ -25,7 +25,9 @@ Official protocol (the repo's templates win over the paper, whose Figure 11 prom
   [{question_id, question_type, option}] (option = stripped reply up to its first ")") and the
   generation outputs subplot_all.json / summary_all.json the official judge scripts read.
 
-compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @296425e):
+compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @e8e78f05 and @296425e2):
+- "mlvu-literal": the official protocol, but check_ans reads the reply as decoded, unstripped, as
+  the repo's choice_bench.py does (" C \n", gold C: wrong; the official mode strips: right).
 - "lmms-eval": MCQ only; no system prompt or prefill; dev text = question + "(A) …" lines +
   "\nOnly give the best option.\nBest option: (", test text = question + lines; its
   extract_mcq_answer over A-D only (test E/F never score) on the reply after its evaluator strips
@@ -34,15 +36,21 @@ compat (anchors §1.3/§2.3/§6; lmms-eval 0.7.3 wheel, VLMEvalKit mlvu.py @2964
   "lmms-eval@0.7.1" (0.7.0-0.7.1) and "lmms-eval@0.6" (0.6.0-0.6.1, no reasoning-tag stripping):
   the same, but the letter is the character before the first ")" of the stripped reply, else the
   whole reply, compared with the answer letter (their `extract_characters_regex`).
-- "vlmevalkit": system, qa_template text, frames, "\nOnly give the best option."; no prefill;
-  vlmevalkit:N frames (fps mode int(i*fps_video/F)); check_ans, else can_infer (exact_matching,
-  against the FIRST equal candidate); M-Avg = question-weighted over six tasks — its list omits
-  action order; G-Avg = summed int(score) / count.
+- "vlmevalkit" (= "vlmevalkit@e8e78f05"): system, frames, qa_template text, "\nOnly give the best
+  option."; no prefill; vlmevalkit:N frames (fps mode int(i*fps_video/F)); the reply as its sheet
+  round trip gives it back (pandas' na_values → NaN: its evaluate() raises, lvu stores a failed
+  sample); FAIL_MSG → -1 (added to the task's success count); check_ans on the unstripped reply,
+  else can_infer at e8e78f05 (against the FIRST equal candidate), else its LLM judge (`--judge`;
+  none: wrong); M-Avg = question-weighted over seven tasks (action order included); G-Avg = summed
+  int(score) / count. "vlmevalkit@296425e2": text before the frames, can_infer at 296425e2, M-Avg
+  over six tasks (no action order).
 
-Harnesses (mlvu_harness.py): `MlvuHarness` (official), `MlvuLmmsEval` (lmms-eval), `MlvuLmmsEval071`
-(lmms-eval@0.7.1), `MlvuLmmsEval06` (lmms-eval@0.6) and `MlvuVlmevalkit` (vlmevalkit), picked once
-from `compat` in `Mlvu.__init__`; the steps above that differ delegate to `self.harness`. Settings:
-`MlvuSettings` (one typed field each, its checks as validators).
+Harnesses (mlvu_harness.py, mlvu_vlmevalkit.py): `MlvuHarness` (official), `MlvuLiteral`
+(mlvu-literal), `MlvuLmmsEval` (lmms-eval), `MlvuLmmsEval071` (lmms-eval@0.7.1), `MlvuLmmsEval06`
+(lmms-eval@0.6), `MlvuVlmevalkit` (vlmevalkit), `MlvuVlmevalkitE8e78f05` (vlmevalkit@e8e78f05) and
+`MlvuVlmevalkit296425e2` (vlmevalkit@296425e2), picked once from `compat` in `Mlvu.__init__`; the
+steps above that differ delegate to `self.harness`. Settings: `MlvuSettings` (one typed field
+each, its checks as validators).
 """
 
 from __future__ import annotations
@@ -58,13 +66,14 @@ from pydantic import Field, field_validator, model_validator
 from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchmark
 from lvu.benchmarks.harness import pick
 from lvu.benchmarks.mlvu_harness import (  # noqa: F401 — the protocol's texts and functions: still importable from here
-    ASSISTANT_PREFIX, HARNESSES, LMMS_POST_PROMPT, LMMS_TYPES, MC_INSTRUCTION, SYSTEM_GEN, SYSTEM_MC,
-    VLMEVALKIT_M_AVG, MlvuHarness, check_ans_pred, mlvu_indices, qa_template, vlmevalkit_can_infer,
+    ASSISTANT_PREFIX, LMMS_POST_PROMPT, LMMS_TYPES, MC_INSTRUCTION, OWN_HARNESSES, SYSTEM_GEN, SYSTEM_MC,
+    MlvuHarness, check_ans_pred, mlvu_indices, qa_template, vlmevalkit_can_infer,
 )
 from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.benchmarks.mlvu_release import (  # noqa: F401 — FOLDERS, Task, answer_letter: still importable from here
     BY_TYPE, FOLDERS, HUB_REVISION, TASKS, Task, answer_letter, load_release,
 )
+from lvu.benchmarks.mlvu_vlmevalkit import VLMEVALKIT_HARNESSES
 from lvu.benchmarks.settings import BenchmarkSettings
 from lvu.errors import DataError, LvuError
 from lvu.scoring.judges import Judgement, JudgeTask
@@ -89,6 +98,10 @@ def submission_option(reply: str) -> str:
 
 
 # ---- settings -----------------------------------------------------------------------------------
+
+
+HARNESSES: dict[str, type[MlvuHarness]] = {**OWN_HARNESSES, **VLMEVALKIT_HARNESSES}
+"""{compat: harness class}, in the order errors name them (mlvu_harness.py, mlvu_vlmevalkit.py)."""
 
 
 def _check_compat(value: Any) -> None:
@@ -134,8 +147,9 @@ class MlvuSettings(BenchmarkSettings):
                                                       "frame count; not with lmms-eval")
     resize: int | None = Field(None, description="shorter frame side in pixels (GPT-4o: 512); none: full size")
     subtitles: Literal["none"] | None = Field("none", description="always none: MLVU's questions are visual only")
-    compat: str = Field("official", description="whose protocol: official, lmms-eval, lmms-eval@0.7.1, "
-                                                "lmms-eval@0.6 or vlmevalkit (mlvu_harness.py)")
+    compat: str = Field("official", description="whose protocol: official, mlvu-literal, lmms-eval, "
+                                                "lmms-eval@0.7.1, lmms-eval@0.6, vlmevalkit (= vlmevalkit@e8e78f05) "
+                                                "or vlmevalkit@296425e2 (mlvu_harness.py, mlvu_vlmevalkit.py)")
     hub_revision: Any = Field(HUB_REVISION, description="revision of the hub copy (MLVU/MVLU, MLVU/MLVU_Test) "
                                                         "read when --data is not given")
 
@@ -252,6 +266,8 @@ class Mlvu(Benchmark):
         if sample.extra.get("hidden"):
             return Score(value=0.0, counted=False, explanation="MLVU test answers are hidden — submit the file "
                                                                "write_submission writes")
+        if (fixed := self.harness.fixed_score(sample, prediction)) is not None:
+            return fixed
         got = prediction.value
         letter = LETTERS[got] if isinstance(got, int) else (got or "")
         gt, rule = self.harness.answer_key(sample, prediction)
@@ -274,9 +290,12 @@ class Mlvu(Benchmark):
         return Score(value=float(judgement.value or 0.0), counted=True, explanation=judgement.summary())
 
     def choice_task(self, sample: Sample, prediction: Prediction, reply: str, *, llm_extract: bool) -> JudgeTask | None:
-        """The harness's own judge (VLMEvalKit's MLVU asks one for the rows its rules miss), else lvu's."""
+        """The harness's own judge (VLMEvalKit's MLVU asks one for the rows its rules miss, and only
+        for those: `own_choice_judge`), else lvu's `--llm-extract`."""
         own = self.harness.choice_task(sample, prediction, reply)
-        return own if own is not None else super().choice_task(sample, prediction, reply, llm_extract=llm_extract)
+        if own is not None or self.harness.own_choice_judge:
+            return own
+        return super().choice_task(sample, prediction, reply, llm_extract=llm_extract)
 
     # ---- aggregation ----------------------------------------------------------------------------
 

@@ -1,24 +1,26 @@
 """MLVU's harnesses as objects (lvu.benchmarks.harness): the official protocol (`MlvuHarness`),
-lmms-eval at three release ranges (`MlvuLmmsEval`, `MlvuLmmsEval071`, `MlvuLmmsEval06`) and
-VLMEvalKit (`MlvuVlmevalkit`), each overriding only where its code differs from the one it extends:
-the tasks it runs, the frame plan, the prompt, the letter extraction, the answer it compares with,
-M-Avg and G-Avg. `HARNESSES` maps each `compat` value to its class; mlvu.py picks one per benchmark
-object and delegates to it. The pure protocol functions the harnesses share live here too (mlvu.py
-re-exports them), so this module never imports mlvu.py.
+the official check_ans on the unstripped reply (`MlvuLiteral`, `mlvu-literal`), lmms-eval at three
+release ranges (`MlvuLmmsEval`, `MlvuLmmsEval071`, `MlvuLmmsEval06`) and VLMEvalKit at two commits
+(mlvu_vlmevalkit.py), each overriding only where its code differs from the one it extends: the
+tasks it runs, the frame plan, the prompt, the letter extraction, the answer it compares with, a
+fixed score, M-Avg and G-Avg. `HARNESSES` maps each `compat` value to its class; mlvu.py picks one
+per benchmark object and delegates to it. The pure protocol functions the harnesses share live here
+too (mlvu.py re-exports them), so this module never imports mlvu.py.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from lvu.benchmarks.harness import Harness
 from lvu.benchmarks.mlvu_release import BY_TYPE, TASKS
 from lvu.errors import LvuError
-from lvu.media.sampling import Fps, Lmms, Vlmevalkit
+from lvu.media.sampling import Fps, Lmms
 from lvu.scoring.choice import lmms_extract_mcq
 from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
-from lvu.types import LETTERS, Frame, Part, Prediction, Prompt, Response, Sample, SampleResult, Text, VideoMeta
+from lvu.scoring.vlmevalkit_match import C296425E2, build_choices, can_infer
+from lvu.types import LETTERS, Frame, Part, Prediction, Prompt, Response, Sample, SampleResult, Score, Text, VideoMeta
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
              "select the best option that accurately addresses the question.")
@@ -30,8 +32,7 @@ LMMS_POST_PROMPT = "\nOnly give the best option.\nBest option: ("
 LMMS_TYPES = {"dev": ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning"),
               "test": ("anomaly_reco", "count", "ego", "needleQA", "order", "plotQA", "sportsQA",
                        "topic_reasoning", "tutorialQA")}
-VLMEVALKIT_M_AVG = ("PQA", "NQA", "ER", "AC", "AR", "TR")
-"""VLMEvalKit's 'M-Avg' list: plotQA, needle, ego, count, anomaly_reco, topic_reasoning (no order)."""
+MLVU_LITERAL = "mlvu-literal"
 
 Accuracies = dict[str, tuple[float, int]]
 """{MCQ task code: (accuracy %, questions counted)} for the tasks the run holds."""
@@ -57,29 +58,10 @@ def check_ans_pred(reply: str) -> str:
     return reply
 
 
-_VLMEVAL_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
-                     "I'm sorry, but without the image provided", "Cannot determine the answer")
-
-
 def vlmevalkit_can_infer(answer: str, options: list[str]) -> str | None:
-    """VLMEvalKit `can_infer` (matching_util.py @18fc37a): one option letter among the words, else
-    one option text contained in the reply (lower case); 'Z' for refusals; None when ambiguous."""
-    choices = {LETTERS[i]: o for i, o in enumerate(options)}
-    if "Failed to obtain answer via API" not in answer:
-        if any(err in answer for err in _VLMEVAL_REFUSALS):
-            return "Z"
-        mod = answer
-        for c in ".()[],:;!*#{}":
-            mod = mod.replace(c, " ")
-        splits = [x.strip() for x in mod.split()]
-        hits = [ch for ch in choices if ch in splits]
-        if len(hits) == 1:
-            return hits[0]
-        if not hits and sum(z in splits for z in ("Z", "")) == 1:
-            return "Z"
-    low = answer.lower()
-    texts = [k for k, v in choices.items() if str(v).lower() in low]
-    return texts[0] if len(texts) == 1 else None
+    """VLMEvalKit's `can_infer` as MLVU calls it at 296425e2 (the same as 18fc37a): the option
+    letter, 'Z' for a refusal, None when it reads none (lvu.scoring.vlmevalkit_match)."""
+    return can_infer(answer, build_choices(options), commit=C296425E2)
 
 
 def mlvu_indices(num_frames: int, n: int) -> list[int]:
@@ -113,6 +95,8 @@ class MlvuHarness(Harness[Any]):
     frames (or the paper's "N fps"), system prompt + qa_template + prefill, check_ans, macro M-Avg."""
 
     peer = "the official MLVU repo (JUNJIE99/MLVU: choice_bench.py, open_bench.py, test_bench.py)"
+    own_choice_judge: ClassVar[bool] = False
+    """True: `choice_task` alone decides which replies a judge reads (lvu's --llm-extract is not used)."""
 
     # ---- tasks ------------------------------------------------------------------------------------
 
@@ -170,6 +154,10 @@ class MlvuHarness(Harness[Any]):
     def answer_key(self, sample: Sample, prediction: Prediction) -> tuple[str, str]:
         """(the letter a prediction is compared with, the rule named in the score's explanation)."""
         return str(sample.extra["answer_letter"]), "check_ans: char before the first ')'"
+
+    def fixed_score(self, sample: Sample, prediction: Prediction) -> Score | None:
+        """A score the harness gives whatever the answer (VLMEvalKit's -1), or None: compare letters."""
+        return None
 
     # ---- aggregation ------------------------------------------------------------------------------
 
@@ -259,65 +247,24 @@ class MlvuLmmsEval06(MlvuLmmsEval071):
 
 
 
-class MlvuVlmevalkit(MlvuHarness):
-    """VLMEvalKit's MLVU (vlmeval/dataset/mlvu.py @296425e): text before the frames, no prefill,
-    its own frame plans, check_ans else can_infer, question-weighted M-Avg without action order,
-    G-Avg over int(score)."""
 
-    compat = "vlmevalkit"
-    peer = "VLMEvalKit @296425e (vlmeval/dataset/mlvu.py, utils/mlvu.py)"
+class MlvuLiteral(MlvuHarness):
+    """The official protocol with check_ans on the reply exactly as decoded: choice_bench.py does
+    not strip it (the official mode strips it first, as its other scripts do)."""
 
-    def fps_times(self, video: VideoMeta, fps: float) -> list[float]:
-        """Its fps mode: frame indices int(i * fps_video / F)."""
-        rate, total = _frame_count(video)
-        step = rate / fps
-        return _index_times([int(i * step) for i in range(int(total / rate * fps))], rate, total)
-
-    def frame_indices(self, total: int, rate: float) -> list[int]:
-        return Vlmevalkit(n=self.settings["frames"]).frame_indices(total, rate)
-
-    def generation_prompt(self, sample: Sample, frames: list[Frame]) -> Prompt:
-        return self._prompt(sample, [Text(text=sample.question), *frames], system=SYSTEM_GEN, max_tokens=1000)
-
-    def choice_prompt(self, sample: Sample, frames: list[Frame]) -> Prompt:
-        text = qa_template(sample.question, sample.options)
-        return self._prompt(sample, [Text(text=text), *frames, Text(text=MC_INSTRUCTION)], system=SYSTEM_MC,
-                            max_tokens=100)
+    compat = MLVU_LITERAL
+    peer = "the official MLVU repo's choice_bench.py, reply compared as given (no strip)"
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
-        """check_ans; when it misses the answer letter, can_infer (exact_matching) where it decides."""
-        reply = response.text.strip()
-        if check_ans_pred(reply) != sample.extra.get("answer_letter"):
-            inferred = vlmevalkit_can_infer(reply, sample.options)
-            if inferred is not None:
-                valid = LETTERS[:len(sample.options)]
-                return Prediction(value=valid.index(inferred) if inferred in valid else inferred,
-                                  method="vlmevalkit-can-infer")
-        return super().extract_choice(sample, response)
+        return _letter_prediction(check_ans_pred(response.text), LETTERS[:len(sample.options)])
 
     def answer_key(self, sample: Sample, prediction: Prediction) -> tuple[str, str]:
-        """can_infer compares with the FIRST candidate equal to the answer."""
-        if prediction.method == "vlmevalkit-can-infer":
-            return str(sample.extra.get("answer_first") or ""), "VLMEvalKit can_infer (exact_matching)"
-        return super().answer_key(sample, prediction)
-
-    def generation_value(self, score: float) -> float:
-        return int(score)
-
-    def m_avg(self, acc: Accuracies, by_task: ByTask) -> tuple[float, int]:
-        """Correct / total over its six-task list (no action order): question-weighted."""
-        rs = [r for c in VLMEVALKIT_M_AVG for r in by_task.get(c, []) if r.counted]
-        return (100.0 * sum(r.score or 0.0 for r in rs) / len(rs) if rs else math.nan), len(rs)
-
-    def g_avg(self, gen: dict[str, float], by_task: ByTask) -> float:
-        """Summed int(score) / count over both generation tasks."""
-        judged = [r.score for c in ("SSC", "VS") for r in by_task.get(c, [])
-                  if r.counted and r.score is not None and not math.isnan(r.score)]
-        return sum(int(s) for s in judged) / len(judged) if judged else math.nan
+        return str(sample.extra["answer_letter"]), "check_ans on the unstripped reply: char before the first ')'"
 
 
-HARNESSES: dict[str, type[MlvuHarness]] = {
-    "official": MlvuHarness, LMMS_EVAL: MlvuLmmsEval, LMMS_EVAL_0_7_1: MlvuLmmsEval071,
-    LMMS_EVAL_0_6: MlvuLmmsEval06, "vlmevalkit": MlvuVlmevalkit,
+OWN_HARNESSES: dict[str, type[MlvuHarness]] = {
+    "official": MlvuHarness, MLVU_LITERAL: MlvuLiteral, LMMS_EVAL: MlvuLmmsEval,
+    LMMS_EVAL_0_7_1: MlvuLmmsEval071, LMMS_EVAL_0_6: MlvuLmmsEval06,
 }
-"""{compat: harness class}, in the order errors name them."""
+"""{compat: harness class} of the modes defined here; lvu.benchmarks.mlvu.HARNESSES adds VLMEvalKit's
+(mlvu_vlmevalkit.py, whose classes extend these)."""

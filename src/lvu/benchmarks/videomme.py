@@ -49,14 +49,18 @@ extraction counted wrong (all questions in the denominator). `compat="lmms-eval@
 0.7.0-0.7.1) and `"lmms-eval@0.6"` (0.6.0-0.6.1, no reasoning-tag stripping) use the 2024-06
 `extract_characters_regex` those releases had (before lmms-eval PR #1274). `compat="vlmevalkit"`:
 frames int(i*T/(N+1)), "These are the frames of a video. ..." + "Question: ..\\nAnswer: ", the
-per-frame subtitle rule (copied from video-slicer), its 8-prefix extractor, empty = wrong ('Z').
+per-frame subtitle rule (copied from video-slicer), its 8-prefix extractor on the reply as its
+`evaluate()` re-reads it from the prediction sheet (a whole-cell N/A, NA, None, ... is NaN: no
+letter), empty = wrong ('Z'), VLMEvalKit's API failure message read as text (at commit e8e78f05;
+`"vlmevalkit@e8e78f05"` names the same pin).
 
 Settings: `VideoMMESettings` (videomme-sub: `VideoMMESubSettings`, videomme-audio:
 `VideoMMEAudioSettings`), one field per setting with its default, type and docs. Harnesses
 (videomme_harness.py, with the prompt texts and extractors they copy): `VideoMMEHarness` (official),
 `VideoMMEPeerHarness` (what the peers share: no audio, no `scorer`, empty = wrong),
 `VideoMMELmmsEval` (lmms-eval), `VideoMMELmmsEval071` (lmms-eval@0.7.1), `VideoMMELmmsEval06`
-(lmms-eval@0.6) and `VideoMMEVlmevalkit` (vlmevalkit); `__init__` picks one from `compat` and the
+(lmms-eval@0.6), `VideoMMEVlmevalkit` (vlmevalkit) and `VideoMMEVlmevalkitE8e78f05`
+(vlmevalkit@e8e78f05); `__init__` picks one from `compat` and the
 frame plan, subtitle lines, prompt, extraction and unanswered scoring delegate to it.
 """
 
@@ -123,7 +127,8 @@ class VideoMMESettings(BenchmarkSettings):
         "covering (cues over the frames, each once); all (the whole file, Gemini's setting)")
     resize: int | None = Field(None, description="the shorter side of frames in pixels; None: full size")
     compat: str = Field("official", description="the harness: official, lmms-eval (0.7.2-0.7.3), lmms-eval@0.7.1, "
-                        "lmms-eval@0.6 or vlmevalkit (videomme_harness.py)")
+                        "lmms-eval@0.6, vlmevalkit (VLMEvalKit at e8e78f05), vlmevalkit@e8e78f05 or vlmevalkit@296425e2 "
+                        "(videomme_harness.py)")
     scorer: Literal["afd52cfe", "2024-06"] | None = Field(
         None, description="the official extractor's version, afd52cfe (None: that, or 2024-06 for results files "
         "in the old key schema) or 2024-06; official compat only")

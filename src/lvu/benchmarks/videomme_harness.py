@@ -4,8 +4,9 @@ unanswered question — and the texts and functions each copies verbatim.
 
 `VideoMMEHarness` is the official protocol; `VideoMMEPeerHarness` what every peer shares (no
 audio, no `scorer`, an empty extraction counted wrong); `VideoMMELmmsEval` (lmms-eval, 0.7.2-0.7.3),
-`VideoMMELmmsEval071` (lmms-eval@0.7.1), `VideoMMELmmsEval06` (lmms-eval@0.6) and
-`VideoMMEVlmevalkit` (vlmevalkit) override only where they differ. `HARNESSES` maps each `compat`
+`VideoMMELmmsEval071` (lmms-eval@0.7.1), `VideoMMELmmsEval06` (lmms-eval@0.6),
+`VideoMMEVlmevalkit` (vlmevalkit) and `VideoMMEVlmevalkitE8e78f05` (vlmevalkit@e8e78f05, the same
+code pinned by name) override only where they differ. `HARNESSES` maps each `compat`
 value to its class; videomme.py picks one per benchmark object. This module does not import
 videomme.py (which imports it): a harness sees its benchmark through `VideoMMEBench`.
 """
@@ -24,6 +25,7 @@ from lvu.errors import LvuError
 from lvu.media.sampling import Lmms, Vlmevalkit
 from lvu.scoring.choice import lmms_extract_mcq
 from lvu.scoring.lmms_eval import LEGACY_PREFIXES, extract_legacy, first_letter_after_prefixes, task_reply
+from lvu.scoring.vlmevalkit import VLMEVALKIT, VLMEVALKIT_296425E2, VLMEVALKIT_E8E78F05, commit_of, reread
 from lvu.types import LETTERS, Frame, Prediction, Response, Sample, Score, Subtitle, VideoMeta
 
 INSTRUCTION = ("Select the best answer to the following multiple-choice question based on the video. "
@@ -267,9 +269,10 @@ class VideoMMELmmsEval06(VideoMMELmmsEval071):
 
 class VideoMMEVlmevalkit(VideoMMEPeerHarness):
     """VLMEvalKit: int(i*T/(N+1)) frames, its "These are the frames of a video." prompt, the
-    per-frame subtitle rule only, its 8-prefix extractor."""
+    per-frame subtitle rule only, its 8-prefix extractor on the reply as its `evaluate()` reads it
+    back from the prediction sheet (a whole-cell `N/A`, `NA`, ... is NaN there: no letter, wrong)."""
 
-    compat = "vlmevalkit"
+    compat = VLMEVALKIT
     peer = "VLMEvalKit e8e78f05 (vlmeval/dataset/videomme.py, vlmeval/dataset/utils/videomme.py)"
 
     def __init__(self, bench: VideoMMEBench) -> None:
@@ -284,9 +287,42 @@ class VideoMMEVlmevalkit(VideoMMEPeerHarness):
         head = VLMEVALKIT_NOSUB if block is None else VLMEVALKIT_SUB.format(block)
         return [head, f"Question: {question_text(sample)}\nAnswer: "]
 
+    def scorer(self, sample: Sample) -> str:
+        return VLMEVALKIT  # its one extractor (PREFIXES["vlmevalkit"]), the same at every pin
+
+    def extract(self, sample: Sample, response: Response) -> Prediction:
+        """`evaluate()` at e8e78f05: the prediction re-read from its .xlsx/.tsv by pandas (`reread`: a
+        NaN cell becomes the text "nan", no letter), then `extract_characters_regex`; a reply
+        without a letter goes to `extract_option`, whose options come from the question's own lines
+        (none in Video-MME's TSV) and which answers 'Z' without a judge: wrong. The API failure
+        message is text like any other ("Failed to obtain answer via API." reads the A of "API")."""
+        text = reread(response.text)
+        method = f"{self.compat} extract_characters_regex@{commit_of(self.compat)}"
+        if text is None:
+            return Prediction(value=None, method=f"{method}: NaN after the sheet round trip")
+        letter = extract_characters_regex(text, PREFIXES[VLMEVALKIT])
+        return Prediction(value=LETTERS.index(letter) if letter else None, method=method)
+
+
+class VideoMMEVlmevalkitE8e78f05(VideoMMEVlmevalkit):
+    """vlmevalkit@e8e78f05: the default `vlmevalkit` pinned by its commit (VLMEvalKit at 296425e2
+    reads Video-MME the same way: frames, prompt, extraction and scoring are unchanged between them)."""
+
+    compat = VLMEVALKIT_E8E78F05
+    peer = "VLMEvalKit e8e78f05 (vlmeval/dataset/videomme.py, vlmeval/dataset/utils/videomme.py)"
+
+
+class VideoMMEVlmevalkit296425e2(VideoMMEVlmevalkit):
+    """vlmevalkit@296425e2: VLMEvalKit at its 2024-12 commit, offered for every benchmark VLMEvalKit
+    runs so one compat value names one commit. Video-MME's frames, prompt, extraction and scoring are
+    the same as at e8e78f05 (its evaluate() takes .xlsx sheets only; lvu reads .tsv alike)."""
+
+    compat = VLMEVALKIT_296425E2
+    peer = "VLMEvalKit 296425e2 (vlmeval/dataset/videomme.py, vlmeval/dataset/utils/videomme.py)"
+
 
 HARNESSES: dict[str, type[VideoMMEHarness]] = {
     cls.compat: cls for cls in (VideoMMEHarness, VideoMMELmmsEval, VideoMMELmmsEval071, VideoMMELmmsEval06,
-                                VideoMMEVlmevalkit)
+                                VideoMMEVlmevalkit, VideoMMEVlmevalkitE8e78f05, VideoMMEVlmevalkit296425e2)
 }
 """{compat: harness class}, in the order the error message lists them."""

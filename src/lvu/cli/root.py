@@ -77,7 +77,7 @@ def run(
     resize: Annotated[Optional[int], typer.Option(help="Shorter side of frames in pixels.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="Benchmark data file or directory (benchmarks that read local files).")] = None,
     video_dir: Annotated[Optional[Path], typer.Option(help="Directory holding the benchmark's videos.")] = None,
-    compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval (its release 0.7.3; lmms-eval@0.7.1, lmms-eval@0.6 for older ones) | vlmevalkit: reproduce a peer harness's deviations.")] = None,
+    compat: Annotated[Optional[str], typer.Option(help="official (default) | lmms-eval (its release 0.7.3; lmms-eval@0.7.1, lmms-eval@0.6 for older ones) | vlmevalkit (VLMEvalKit at e8e78f05; vlmevalkit@296425e2 for MLVU's older code) | mlvu-literal: reproduce a peer harness's deviations (docs/benchmarks/<name>.md, 'How the harnesses read a reply').")] = None,
     setting: Annotated[list[str], typer.Option("--set", help="Other benchmark setting, KEY=VALUE (repeatable).")] = [],
     model_arg: Annotated[list[str], typer.Option("--model-arg", "-a", help=f"Model argument, {KV_HELP}.")] = [],
     limit: Annotated[Optional[int], typer.Option(help="Only the first K samples (K >= 1).")] = None,

@@ -110,7 +110,8 @@ def grade_rows(bench: Benchmark, rows: list[SavedRow]) -> list[SampleResult]:
     for row in rows:
         s = row.sample
         result = SampleResult(sample_id=s.id, labels=s.labels, answer=s.answer, response=row.response,
-                              n_options=len(s.options) or None, question=s.question, options=s.options)
+                              n_options=len(s.options) or None, question=s.question, options=s.options,
+                              logged=row.logged)
         if row.error:
             result.error = row.error
         else:

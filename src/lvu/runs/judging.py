@@ -55,7 +55,7 @@ async def judge_sample(bench: Benchmark, sample: Sample, result: SampleResult, j
                        llm_extract: bool = False) -> bool:
     """Judge one graded sample in place (its stored response); True when the judge was asked.
     Raises LvuError("judge failed: ...") when the judge call fails."""
-    prediction = bench.extract(sample, Response(text=result.response or ""))
+    prediction = bench.extract(sample, Response(text=result.response or "", logged=result.logged))
     asked = False
     choice = bench.choice_task(sample, prediction, result.response or "", llm_extract=llm_extract)
     if choice is not None:
@@ -81,7 +81,7 @@ def wants_judge(bench: Benchmark, sample: Sample, result: SampleResult, *, llm_e
     failed) that needs choice extraction (with `llm_extract`) or a judge task."""
     if result.response is None or (result.error and not result.error.startswith(JUDGE_FAILED)):
         return False
-    prediction = bench.extract(sample, Response(text=result.response))
+    prediction = bench.extract(sample, Response(text=result.response, logged=result.logged))
     if bench.choice_task(sample, prediction, result.response, llm_extract=llm_extract) is not None:
         return True
     return bench.judge_task(sample, prediction) is not None
@@ -142,7 +142,7 @@ async def judge_stored(store: Store, run_id: str, bench: Benchmark, judge: Judge
         sample, result = item
         result.error, result.judge, result.traceback = None, None, None
         try:
-            grade(bench, sample, Response(text=result.response or ""), result)  # start from the rule's grade
+            grade(bench, sample, Response(text=result.response or "", logged=result.logged), result)  # start from the rule's grade
             await judge_sample(bench, sample, result, judge, llm_extract=llm_extract)
         except LvuError as e:
             result.error = str(e)

@@ -51,7 +51,7 @@ def regrade_stored(store, run_id: str, bench: Benchmark, samples: dict[str, Samp
         done.checked += 1
         before = {name: getattr(result, name) for name in _SCORED_FIELDS}
         try:
-            grade(bench, sample, Response(text=result.response or ""), result)
+            grade(bench, sample, Response(text=result.response or "", logged=result.logged), result)
         except LvuError as e:
             result.error = str(e)
             done.failed.append(result.sample_id)

@@ -177,3 +177,40 @@ Response: {response}"""
 def choice_user_text(question: str, options: list[str], response: str) -> str:
     lines = "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
     return CHOICE_PROMPT.format(question=question, options=lines, response=response.strip())
+
+
+# ---- VLMEvalKit's choice-matching judge (vlmeval/dataset/utils/multiple_choice.py) ---------------------
+
+VLMEVALKIT_CHOICE_PROMPT = (
+    'You are an AI assistant who will help me to match '
+    'an answer with several options of a single-choice question. '
+    'You are provided with a question, several options, and an answer, '
+    'and you need to find which option is most similar to the answer. '
+    'If the meaning of all options are significantly different from the answer, output Z. '
+    'Your should output a single uppercase character in A, B, C, D (if they are valid options), and Z. \n'
+    'Example 1: \n'
+    'Question: What is the main object in image?\nOptions: A. teddy bear B. rabbit C. cat D. dog\n'
+    'Answer: a cute teddy bear\nYour output: A\n'
+    'Example 2: \n'
+    'Question: What is the main object in image?\nOptions: A. teddy bear B. rabbit C. cat D. dog\n'
+    'Answer: Spider\nYour output: Z\n'
+    'Example 3: \n'
+    'Question: {}?\nOptions: {}\nAnswer: {}\nYour output: '
+)
+"""VLMEvalKit's `build_prompt(question, options, prediction)` template (identical at 296425e2 and
+e8e78f05), filled with str.format in that order; `options` is build_option_str's text."""
+
+VLMEVALKIT_CHOICE_PROMPT_CN = (
+    '你是一个帮助我匹配答案与单选题中多个选项的 AI 助手。'
+    '你会被提供：一个问题，多个选项，一个答案。你的任务是找到与答案意义最相近的选项。'
+    '如果所有选项的意义都与答案显著不同，则输出 Z。'
+    '你应该输出一个单个的大写字母，例如 A, B, C, D（如果它们是有效选项），或 Z。'
+    '例 1:'
+    '问题: 图中最主要的物体是什么?\n选项: A. 泰迪熊 B. 兔子 C. 猫 D. 狗\n答案: 一只可爱的泰迪熊\n输出: A\n'
+    '例 2: \n'
+    '问题: 图中最主要的物体是什么?\n选项: A. 泰迪熊 B. 兔子 C. 猫 D. 狗\n答案: 蜘蛛\n输出: Z\n'
+    '例 3: \n'
+    '问题: {}?\n选项: {}\n答案: {}\n输出: '
+)
+"""VLMEvalKit's `build_prompt_cn` template, used instead when the question holds a CJK character
+(`cn_string`: U+4E00..U+9FFF)."""

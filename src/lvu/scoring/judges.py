@@ -14,6 +14,9 @@ Kinds:
   the two 1-5 sub-scores, read like the official calculate.py (below).
 - "choice" — LLM choice extraction: the question, the lettered options and the response; value =
   the option index, None when the judge answers Z (none) or no letter.
+- "vlmevalkit-choice" — VLMEvalKit's own matching judge (lvu.scoring.vlmevalkit_judge): its
+  build_prompt text, the answer read with its can_infer at the task's commit, up to three tries,
+  then a seeded random pick among the letters and Z; value = the option index, None for Z.
 
 Thresholds: `calibrate` picks the F1-maximising one on a labelled dev set; `save_calibration`
 stores it under `cache_dir("judges")`, keyed by a hash of the judge's model identity, and
@@ -28,19 +31,19 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from lvu.errors import DataError, LvuError
 from lvu.scoring import judge_prompts as jp
-from lvu.types import LETTERS, Prompt, Text
+from lvu.scoring.judge_tasks import Judgement, JudgeTask, Kind  # noqa: F401  (importable from here too)
+from lvu.types import Prompt, Text
 from lvu.textlines import text_lines
 
 if TYPE_CHECKING:
     from lvu.models.base import Model
 
-Kind = Literal["equivalence", "mlvu-ssc", "mlvu-vs", "choice"]
 DEFAULT_THRESHOLD = 0.5
 PROMPT_VERSION = "gem-v1"
 """Part of a judge's calibration key: a changed equivalence prompt needs a new calibration."""
@@ -51,62 +54,10 @@ LOGPROB_ARGS: dict[str, dict[str, Any]] = {
     "gemini": {"logprobs": 5},
 }
 """Arguments make_judge adds (unless given) so backends return top log-probabilities."""
-MAX_TOKENS: dict[str, int] = {"equivalence": 8, "mlvu-ssc": 2048, "mlvu-vs": 2048, "choice": 32}
+MAX_TOKENS: dict[str, int] = {"equivalence": 8, "mlvu-ssc": 2048, "mlvu-vs": 2048, "choice": 32,
+                              "vlmevalkit-choice": 2048}
 """Equivalence needs one token (a few in case a chat model echoes the prefix); MLVU judges write a
-rationale before their JSON (the official script sets no limit)."""
-
-
-class JudgeTask(BaseModel):
-    """What a judge is asked about one prediction."""
-
-    kind: Kind
-    question: str
-    candidate: str
-    """The answer being judged (the model's response)."""
-    reference: str = ""
-    """Reference answer (equivalence, mlvu-vs)."""
-    scoring_points: list[str] = Field(default_factory=list)
-    """MLVU sub-scene captioning scoring points."""
-    options: list[str] = Field(default_factory=list)
-    """Choice extraction: option texts, shown lettered."""
-
-
-class Judgement(BaseModel):
-    """A judge's decision, with what it said and who it was."""
-
-    kind: Kind
-    value: float | None = None
-    """P(equivalent); MLVU total (2-10, less after a parse failure); chosen option index."""
-    verdict: bool | None = None
-    """Equivalence after the threshold."""
-    method: str = ""
-    """"logprobs", "text", "parse-failed", "mlvu-calculate", "llm-judge"."""
-    parts: dict[str, float] = Field(default_factory=dict)
-    """MLVU sub-scores by name (accuracy/relevance, completeness/reliability)."""
-    raw: str = ""
-    """The judge's reply as generated."""
-    judge: str = ""
-    """Which judge: backend, model and (equivalence) threshold."""
-    error: str | None = None
-    """The judge call failed (value and verdict are then None)."""
-
-    def summary(self) -> str:
-        """One line for Score.explanation."""
-        if self.error:
-            return f"judge failed: {self.error} (judge: {self.judge})"
-        if self.kind == "equivalence":
-            if self.method == "parse-failed":
-                what = "reply has neither TRUE nor FALSE: not equivalent"
-            else:
-                source = "from log-probabilities" if self.method == "logprobs" else "from the reply text (no log-probabilities)"
-                what = f"P(equivalent)={self.value:.3f} {source} -> {'equivalent' if self.verdict else 'not equivalent'}"
-        elif self.kind == "choice":
-            what = "no option chosen (Z)" if self.value is None else f"chose {LETTERS[int(self.value)]}"
-        else:
-            subs = " + ".join(f"{k} {v:g}" for k, v in self.parts.items())
-            failed = " (parse failed: a missing score counts 0, as calculate.py)" if self.method == "parse-failed" else ""
-            what = f"{subs or 'no scores'} = {self.value:g}{failed}"
-        return f"{what} (judge: {self.judge})"
+rationale before their JSON (the official script sets no limit); VLMEvalKit's judge wrapper sends 2048."""
 
 
 # ---- reading judge replies ---------------------------------------------------------------------
@@ -171,6 +122,10 @@ def build_prompt(task: JudgeTask) -> Prompt:
         text, system = jp.mlvu_ssc_user(task.question, task.scoring_points, task.candidate), jp.MLVU_SSC_SYSTEM
     elif task.kind == "mlvu-vs":
         text, system = jp.mlvu_vs_user(task.reference, task.candidate), jp.MLVU_VS_SYSTEM
+    elif task.kind == "vlmevalkit-choice":
+        from lvu.scoring.vlmevalkit_judge import prompt_text
+
+        text = prompt_text(task.question, task.options, task.candidate)
     else:
         text = jp.choice_user_text(task.question, task.options, task.candidate)
     return Prompt(parts=[Text(text=text)], system=system, assistant_prefix=prefix, choices=list(task.options),
@@ -218,6 +173,8 @@ class Judge:
     async def judge(self, task: JudgeTask, *, sample_id: str = "") -> Judgement:
         """Ask the judge; a failed call comes back as Judgement.error, never raised."""
         out = Judgement(kind=task.kind, judge=self.label(task.kind))
+        if task.kind == "vlmevalkit-choice":
+            return await self._vlmevalkit_choice(task, out, sample_id)
         response = await self.model.generate(build_prompt(task), sample_id=sample_id)
         out.raw = response.text or ""
         if response.error:
@@ -239,6 +196,30 @@ class Judge:
         else:
             idx = choice_from_text(out.raw, len(task.options))
             out.value, out.method = (None if idx is None else float(idx)), "llm-judge"
+        return out
+
+    async def _vlmevalkit_choice(self, task: JudgeTask, out: Judgement, sample_id: str) -> Judgement:
+        """extract_answer_from_item's loop: up to three answers read with can_infer (an option
+        letter or Z ends it), then the seeded random pick among the letters and Z."""
+        from lvu.scoring import vlmevalkit_judge as vj
+
+        prompt = build_prompt(task)
+        answers = []
+        for _ in range(vj.TRIES):
+            response = await self.model.generate(prompt, sample_id=sample_id)
+            answers.append(response.text or "")
+            if response.error:
+                out.raw, out.error = "\n".join(answers), response.error
+                return out
+            letter = vj.read_answer(answers[-1], task.options, commit=task.commit or vj.E8E78F05)
+            if letter is not None:
+                out.method = "vlmevalkit-judge"
+                break
+        else:
+            letter, out.method = vj.random_pick(task.draw_key or sample_id, task.options), "vlmevalkit-random"
+        index = vj.letter_index(letter, task.options)
+        out.value, out.raw, out.parts = (None if index is None else float(index)), "\n".join(answers), \
+            {"tries": float(len(answers))}
         return out
 
     async def close(self) -> None:
