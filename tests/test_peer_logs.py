@@ -219,3 +219,31 @@ def test_a_logged_pick_that_is_no_option_is_ignored(peer, monkeypatch, tmp_path)
     assert {i: LETTERS[again[i]["prediction"]] for i in bad} == {i: random_letter(0, i, 4) for i in bad}
     kept = [i for i in fallback if i not in bad]
     assert {i: again[i]["prediction"] for i in kept} == {i: rows[i]["prediction"] for i in kept}
+
+
+def test_an_imported_run_keeps_what_the_log_said(peer, monkeypatch, tmp_path):
+    """`lvu import` stores the log's LoggedReply with each record (SampleResult.logged), so what reads
+    the stored reply again — regrading after a scoring-code change, the judge stage — reads it as the
+    import did: the logged picks stay, no prediction changes."""
+    from lvu.runs import regrade
+    from lvu.runs.grading import make_benchmark
+    from lvu.runs.store import Store
+
+    log, data, lines, _ = lvb_log(peer, monkeypatch, tmp_path)
+    results = tmp_path / "results"
+    printed = invoke("import", str(log), "-b", "longvideobench", "--root", str(data), "--set", "compat=lmms-eval",
+                     "--results-dir", str(results))
+    run_id = re.search(r"run (\w{12}): imported", printed).group(1)
+    bench = make_benchmark("longvideobench", {"data": str(data), "compat": "lmms-eval"})
+    samples = {s.id: s for s in bench.loaded()[0]}
+    store = Store(results)
+    try:
+        stored = {r.sample_id: r for r in store.iter_results(run_id)}
+        assert all(r.logged is not None and r.logged.filtered for r in stored.values())
+        monkeypatch.setattr(regrade, "grading_stamp", lambda bench: "other code")  # every record is stale
+        done = regrade.regrade_stored(store, run_id, bench, samples)
+        assert done.checked == len(stored) and done.changed == [] and done.failed == []
+        again = {r.sample_id: LETTERS[r.prediction] for r in store.iter_results(run_id)}
+    finally:
+        store.close()
+    assert again == {line["lvb_acc"]["id"]: line["lvb_acc"]["parsed_pred"] for line in lines}
