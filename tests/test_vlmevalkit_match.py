@@ -7,9 +7,9 @@ into a scratch package whose `vlmeval.smp` only provides `get_logger`, and its `
 was run on every row below (choices = {"A": option 1, "B": option 2, ...}; the VERBOSE environment
 variable set to "1" for the rows marked verbose, unset otherwise), Python 3 with pandas 3.1.1;
 VLMEvalKit's `False` is written None. build_option_str (vlmeval/smp/vlm.py) was run the same way.
-The issue #32 replies are the first five rows: the old port (`vlmevalkit_can_infer` in
-lvu.benchmarks.mlvu_harness, VLMEvalKit @18fc37a) agrees with the 296425e2 column on every row and
-differs from the e8e78f05 column on ten (B, None, None, C, D for the issue's five replies).
+The issue #32 replies are the first five rows. The port lvu had before (VLMEvalKit @18fc37a, since
+folded into this module) agreed with the 296425e2 column on every row and differed from the
+e8e78f05 column on ten (B, None, None, C, D for the issue's five replies).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from lvu.scoring.lmms_eval import check_compat
 from lvu.types import Prediction, Sample
 
 if TYPE_CHECKING:
-    from lvu.scoring.judges import JudgeTask
+    from lvu.scoring.judge_tasks import JudgeTask
 
 B = TypeVar("B")
 

@@ -67,7 +67,7 @@ from lvu.benchmarks.base import BadRecord, Benchmark, Breakdown, register_benchm
 from lvu.benchmarks.harness import pick
 from lvu.benchmarks.mlvu_harness import (  # noqa: F401 — the protocol's texts and functions: still importable from here
     ASSISTANT_PREFIX, LMMS_POST_PROMPT, LMMS_TYPES, MC_INSTRUCTION, OWN_HARNESSES, SYSTEM_GEN, SYSTEM_MC,
-    MlvuHarness, check_ans_pred, mlvu_indices, qa_template, vlmevalkit_can_infer,
+    MlvuHarness, check_ans_pred, mlvu_indices, qa_template,
 )
 from lvu.benchmarks.mlvu_ref import REFERENCE
 from lvu.benchmarks.mlvu_release import (  # noqa: F401 — FOLDERS, Task, answer_letter: still importable from here

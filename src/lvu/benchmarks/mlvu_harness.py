@@ -19,7 +19,6 @@ from lvu.errors import LvuError
 from lvu.media.sampling import Fps, Lmms
 from lvu.scoring.choice import lmms_extract_mcq
 from lvu.scoring.lmms_eval import LMMS_EVAL, LMMS_EVAL_0_6, LMMS_EVAL_0_7_1, RELEASES, task_reply
-from lvu.scoring.vlmevalkit_match import C296425E2, build_choices, can_infer
 from lvu.types import LETTERS, Frame, Part, Prediction, Prompt, Response, Sample, SampleResult, Score, Text, VideoMeta
 
 SYSTEM_MC = ("Carefully watch this video and pay attention to every detail. Based on your observations, "
@@ -58,12 +57,6 @@ def check_ans_pred(reply: str) -> str:
     return reply
 
 
-def vlmevalkit_can_infer(answer: str, options: list[str]) -> str | None:
-    """VLMEvalKit's `can_infer` as MLVU calls it at 296425e2 (the same as 18fc37a): the option
-    letter, 'Z' for a refusal, None when it reads none (lvu.scoring.vlmevalkit_match)."""
-    return can_infer(answer, build_choices(options), commit=C296425E2)
-
-
 def mlvu_indices(num_frames: int, n: int) -> list[int]:
     """The repo's `get_index` without a bound: seg = (T-1)/N, int(seg/2 + round(seg*i))."""
     import numpy as np
@@ -72,18 +65,18 @@ def mlvu_indices(num_frames: int, n: int) -> list[int]:
     return [int(seg / 2 + np.round(seg * i)) for i in range(n)]
 
 
-def _letter_prediction(got: str, valid: str, **fields: Any) -> Prediction:
+def letter_prediction(got: str, valid: str, **fields: Any) -> Prediction:
     """A single valid letter as its option index, anything else as the text read (None when empty)."""
     return Prediction(value=valid.index(got) if len(got) == 1 and got in valid else got or None, **fields)
 
 
-def _frame_count(video: VideoMeta) -> tuple[float, int]:
+def frame_count(video: VideoMeta) -> tuple[float, int]:
     """(frame rate, frame count >= 1): what the index-based plans count on."""
     rate, total = video.rate_and_count()
     return rate, max(1, total)
 
 
-def _index_times(indices: list[int], rate: float, total: int) -> list[float]:
+def index_times(indices: list[int], rate: float, total: int) -> list[float]:
     return [min(i, total - 1) / rate for i in indices]
 
 
@@ -121,8 +114,8 @@ class MlvuHarness(Harness[Any]):
         fps = self.settings["fps"]
         if fps is not None:
             return self.fps_times(video, fps)
-        rate, total = _frame_count(video)
-        return _index_times(self.frame_indices(total, rate), rate, total)
+        rate, total = frame_count(video)
+        return index_times(self.frame_indices(total, rate), rate, total)
 
     def fps_times(self, video: VideoMeta, fps: float) -> list[float]:
         """The paper's "N fps": t = k / N."""
@@ -149,7 +142,7 @@ class MlvuHarness(Harness[Any]):
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
         """check_ans as written, on the stripped reply."""
-        return _letter_prediction(check_ans_pred(response.text.strip()), LETTERS[:len(sample.options)])
+        return letter_prediction(check_ans_pred(response.text.strip()), LETTERS[:len(sample.options)])
 
     def answer_key(self, sample: Sample, prediction: Prediction) -> tuple[str, str]:
         """(the letter a prediction is compared with, the rule named in the score's explanation)."""
@@ -236,7 +229,7 @@ class MlvuLmmsEval071(MlvuLmmsEval):
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
         got = check_ans_pred(self.visible_reply(response).strip())
-        return _letter_prediction(got, LETTERS[:len(sample.options)], method=f"{self.compat} char before the first ')'")
+        return letter_prediction(got, LETTERS[:len(sample.options)], method=f"{self.compat} char before the first ')'")
 
 
 class MlvuLmmsEval06(MlvuLmmsEval071):
@@ -256,7 +249,7 @@ class MlvuLiteral(MlvuHarness):
     peer = "the official MLVU repo's choice_bench.py, reply compared as given (no strip)"
 
     def extract_choice(self, sample: Sample, response: Response) -> Prediction:
-        return _letter_prediction(check_ans_pred(response.text), LETTERS[:len(sample.options)])
+        return letter_prediction(check_ans_pred(response.text), LETTERS[:len(sample.options)])
 
     def answer_key(self, sample: Sample, prediction: Prediction) -> tuple[str, str]:
         return str(sample.extra["answer_letter"]), "check_ans on the unstripped reply: char before the first ')'"

@@ -27,8 +27,8 @@ import math
 from typing import TYPE_CHECKING
 
 from lvu.benchmarks.mlvu_harness import (
-    MC_INSTRUCTION, SYSTEM_GEN, SYSTEM_MC, Accuracies, ByTask, MlvuHarness, _frame_count, _index_times,
-    _letter_prediction, check_ans_pred, qa_template,
+    MC_INSTRUCTION, SYSTEM_GEN, SYSTEM_MC, Accuracies, ByTask, MlvuHarness, frame_count, index_times,
+    letter_prediction, check_ans_pred, qa_template,
 )
 from lvu.errors import LvuError
 from lvu.media.sampling import Vlmevalkit
@@ -39,7 +39,7 @@ from lvu.scoring.vlmevalkit_match import C296425E2, E8E78F05, build_choices, can
 from lvu.types import LETTERS, Frame, Prediction, Prompt, Response, Sample, Score, Text, VideoMeta
 
 if TYPE_CHECKING:
-    from lvu.scoring.judges import JudgeTask
+    from lvu.scoring.judge_tasks import JudgeTask
 
 CAN_INFER = "vlmevalkit-can-infer"
 """Prediction.method of a reply VLMEvalKit's can_infer read (compared with the FIRST equal candidate)."""
@@ -71,9 +71,9 @@ class MlvuVlmevalkit(MlvuHarness):
 
     def fps_times(self, video: VideoMeta, fps: float) -> list[float]:
         """Its fps mode: frame indices int(i * fps_video / F), i < int(T / fps_video * F)."""
-        rate, total = _frame_count(video)
+        rate, total = frame_count(video)
         step = rate / fps
-        return _index_times([int(i * step) for i in range(int(total / rate * fps))], rate, total)
+        return index_times([int(i * step) for i in range(int(total / rate * fps))], rate, total)
 
     def frame_indices(self, total: int, rate: float) -> list[int]:
         return Vlmevalkit(n=self.settings["frames"]).frame_indices(total, rate)
@@ -100,7 +100,7 @@ class MlvuVlmevalkit(MlvuHarness):
         if is_api_failure(reply):
             return Prediction(value=None, method=API_FAILED)
         if check_ans_pred(reply) == sample.extra.get("answer_letter"):
-            return _letter_prediction(check_ans_pred(reply), LETTERS[:len(sample.options)])
+            return letter_prediction(check_ans_pred(reply), LETTERS[:len(sample.options)])
         inferred = can_infer(reply, build_choices(sample.options), commit=self.commit)
         if inferred is None:
             return Prediction(value=None, method=UNMATCHED)
