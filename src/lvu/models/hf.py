@@ -40,6 +40,8 @@ from lvu.args import as_bool, as_dict, as_float, as_int, check_known
 from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.models.hf_audio import OMNI_TYPES
+from lvu.models.hf_generate import DTYPES, Generated, Generator, default_device, first_line
+from lvu.models.hf_worker import GeneratorProcess, WorkerDied
 from lvu.types import Audio, Frame, Prompt, Response, Subtitle, Text, as_rgb
 
 ARGS = {
@@ -56,18 +58,14 @@ ARGS = {
     "processor_kwargs": "JSON dict passed to the processor's from_pretrained",
     "trust_remote_code": "passed to from_pretrained (default false)",
     "seed": "torch seed set before each sampled batch (temperature > 0)",
+    "compile": "true: static KV cache and a compiled decode step (torch.compile; CUDA graphs on a GPU)",
+    "worker": "where the model generates: process (alone in its own process) | thread | auto "
+              "(default: process on a GPU, thread on the CPU)",
 }
-DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
-          "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+WORKERS = ("auto", "process", "thread")
 QWEN_TYPES = ("qwen2_vl", "qwen2_5_vl")
 """Families whose image path lvu rebuilds when their AutoProcessor needs torchvision."""
-SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
-"""Per-token processor outputs: left-padded when prompts are batched; all others are concatenated."""
 INSTALL = "pip install torch==2.13.0 (CPU) or a CUDA torch, then pip install 'lvu[hf]'"
-
-
-class _Unbatchable(Exception):
-    """These encoded prompts cannot share one batch (processor outputs of different shapes)."""
 
 
 @dataclass
@@ -141,15 +139,23 @@ class HFModel(Model):
             raise LvuError(f"hf: unknown dtype {args['dtype']!r}; use auto, {', '.join(sorted(set(DTYPES.values())))}")
         if args.get("processor_kwargs") is not None:
             as_dict("hf", "processor_kwargs", args["processor_kwargs"])
+        as_bool("hf", "compile", args.get("compile", False))
+        worker = str(args.get("worker", "auto"))
+        if worker not in WORKERS:
+            raise LvuError(f"hf: unknown worker {worker!r}; use {', '.join(WORKERS)}")
         try:
             import torch  # noqa: F401
             import transformers  # noqa: F401
         except ImportError as e:
             raise LvuError(f"hf needs torch and transformers ({e.name} is missing): {INSTALL}") from None
+        self.worker = worker if worker != "auto" else (
+            "process" if default_device(args).startswith("cuda") else "thread")
         self._load()
         self._gen_pool = ThreadPoolExecutor(1, thread_name_prefix="lvu-hf-generate")
         self._prep_pool = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="lvu-hf-encode")
-        self._queue: asyncio.Queue[_Request] | None = None
+        self._queue: asyncio.Queue[_Request | None] | None = None
+        self._encoding = 0
+        """Prompts handed to the encode pool and not yet queued (or failed)."""
         self._batcher: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.batch_sizes: list[int] = []
@@ -158,51 +164,36 @@ class HFModel(Model):
     # ---- loading -------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        import torch
-        import transformers
-        from transformers import AutoConfig, AutoModelForImageTextToText
+        """The model (in a `Generator`, here or in its own process), then the processor."""
+        from transformers import AutoConfig
 
         trust = self.trust_remote_code
         try:
-            config = AutoConfig.from_pretrained(self.model_id, trust_remote_code=trust)
+            self.config = AutoConfig.from_pretrained(self.model_id, trust_remote_code=trust)
         except (OSError, ValueError) as e:
             offline = " (HF_HUB_OFFLINE is set, so only cached models load)" if os.environ.get("HF_HUB_OFFLINE") else ""
-            raise LvuError(f"hf: cannot load {self.model_id!r}{offline}: {_first_line(e)}") from None
-        self.model_type = getattr(config, "model_type", "?")
-        kwargs: dict[str, Any] = {"trust_remote_code": trust}
-        dtype = str(self.args.get("dtype", "auto"))
-        if dtype != "auto":  # checked in __init__
-            kwargs["dtype"] = getattr(torch, DTYPES[dtype])
-        else:
-            kwargs["dtype"] = "auto"
-        if self.args.get("attn_implementation"):
-            kwargs["attn_implementation"] = str(self.args["attn_implementation"])
-        device_map = self.args.get("device_map")
-        if device_map and self.args.get("device"):
+            raise LvuError(f"hf: cannot load {self.model_id!r}{offline}: {first_line(e)}") from None
+        self.model_type = getattr(self.config, "model_type", "?")
+        if self.args.get("device_map") and self.args.get("device"):
             raise LvuError("hf: give device or device_map, not both")
-        if device_map:
-            kwargs["device_map"] = device_map
-        try:
-            model = AutoModelForImageTextToText.from_pretrained(self.model_id, **kwargs)
-        except (OSError, ValueError, ImportError) as e:
-            raise LvuError(f"hf: cannot load {self.model_id!r} as an image-text-to-text model: {_first_line(e)}") from None
-        if not device_map:
-            device = str(self.args.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
-            try:
-                model.to(device)  # type: ignore[arg-type]  # transformers' @wraps(Module.to) stub wants the model again
-            except (RuntimeError, AssertionError) as e:
-                raise LvuError(f"hf: cannot move the model to {device!r}: {_first_line(e)}") from None
-        self.model = model.eval()
-        self.transformers_version = transformers.__version__
+        self.generator: Generator | GeneratorProcess = (
+            GeneratorProcess if self.worker == "process" else Generator)(self.model_id, dict(self.args))
+        self.transformers_version = str(self.generator.info["transformers"])
         self._load_processor(trust)
-        gen = getattr(model, "generation_config", None)
-        eos = getattr(gen, "eos_token_id", None) if gen is not None else None
-        eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        eos = list(self.generator.info["eos_ids"])
         if self.tokenizer.eos_token_id is not None:
             eos.append(self.tokenizer.eos_token_id)
         self.eos_ids = set(eos)
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
+
+    @property
+    def model(self) -> Any:
+        """The transformers model, when it generates in this process (`worker=thread`)."""
+        if not isinstance(self.generator, Generator):
+            raise LvuError("hf: the model lives in the generation process (worker=process); "
+                           "use -a worker=thread to reach it from here")
+        return self.generator.model
 
     def _load_processor(self, trust: bool) -> None:
         from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
@@ -223,7 +214,7 @@ class HFModel(Model):
                 return self._load_omni(trust, extra)
             if self.model_type not in QWEN_TYPES:
                 raise LvuError(
-                    f"hf: the processor of {self.model_id!r} ({self.model_type}) cannot load: {_first_line(e)}. "
+                    f"hf: the processor of {self.model_id!r} ({self.model_type}) cannot load: {first_line(e)}. "
                     f"Without torchvision lvu runs LLaVA-style processors and rebuilds Qwen2-VL/Qwen2.5-VL's"
                 ) from None
             self.processor, self.kind = None, "qwen-image-processor"
@@ -240,7 +231,7 @@ class HFModel(Model):
         from lvu.models.hf_audio import load_omni_parts
 
         self.processor, self.kind = None, "qwen-omni"
-        self.omni = load_omni_parts(self.model_id, self.model.config, trust, extra)
+        self.omni = load_omni_parts(self.model_id, self.config, trust, extra)
         self.tokenizer = self.omni["tokenizer"]
         if self.tokenizer.chat_template is None:
             self.tokenizer.chat_template = _chat_template_file(self.model_id)
@@ -255,8 +246,8 @@ class HFModel(Model):
     @property
     def identity(self) -> dict[str, Any]:
         return {**super().identity, "model_type": self.model_type, "processor": self.kind,
-                "transformers": self.transformers_version, "device": str(self.model.device),
-                "dtype": str(self.model.dtype).removeprefix("torch.")}
+                "transformers": self.transformers_version, "device": self.generator.info["device"],
+                "dtype": self.generator.info["dtype"]}
 
     # ---- encoding (one prompt, in the encode pool) ----------------------------------------------
 
@@ -267,7 +258,7 @@ class HFModel(Model):
         try:
             text = template.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         except Exception as e:
-            raise LvuError(f"hf: the chat template of {self.model_id!r} failed: {_first_line(e)}") from None
+            raise LvuError(f"hf: the chat template of {self.model_id!r} failed: {first_line(e)}") from None
         text += prompt.assistant_prefix or ""
         bos = self.tokenizer.bos_token
         special = not (bos and text.startswith(bos))  # what ProcessorMixin.apply_chat_template does
@@ -305,17 +296,19 @@ class HFModel(Model):
     async def generate(self, prompt: Prompt, *, sample_id: str = "") -> Response:
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
-        try:
-            inputs = await loop.run_in_executor(self._prep_pool, self.encode, prompt)
-        except LvuError as e:
-            return Response(error=str(e), latency=time.perf_counter() - t0)
-        except Exception as e:
-            return Response(error=f"hf: encoding failed: {type(e).__name__}: {_first_line(e)}",
-                            latency=time.perf_counter() - t0)
-        max_new = self.max_new_tokens or prompt.max_tokens
-        request = _Request(inputs, (max_new, float(prompt.temperature)), loop.create_future(), loop)
         self._ensure_batcher(loop)
         assert self._queue is not None
+        self._encoding += 1  # the batcher waits for these before it sends a part-full batch
+        try:
+            inputs = await loop.run_in_executor(self._prep_pool, self.encode, prompt)
+        except Exception as e:
+            error = str(e) if isinstance(e, LvuError) else f"hf: encoding failed: {type(e).__name__}: {first_line(e)}"
+            return Response(error=error, latency=time.perf_counter() - t0)
+        finally:
+            self._encoding -= 1
+            self._queue.put_nowait(None)  # wakes a batcher waiting on this encode
+        max_new = self.max_new_tokens or prompt.max_tokens
+        request = _Request(inputs, (max_new, float(prompt.temperature)), loop.create_future(), loop)
         self._queue.put_nowait(request)
         response: Response = await request.future
         response.latency = time.perf_counter() - t0
@@ -323,39 +316,55 @@ class HFModel(Model):
 
     def _ensure_batcher(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._loop is not loop or self._batcher is None or self._batcher.done():
-            self._loop, self._queue = loop, asyncio.Queue()
+            self._loop, self._queue, self._encoding = loop, asyncio.Queue(), 0
             self._batcher = loop.create_task(self._batch_loop())
+
+    async def _next(self, deadline: float) -> _Request | None:
+        """The next encoded request; while none is being encoded, only until `deadline` (then None).
+
+        A batch fills from prompts already encoded and waits for the ones being encoded: a
+        batch of 8 costs a 7B model about what a batch of 1 costs, so sending it part-full while
+        its prompts are a fraction of a second from ready wastes the GPU."""
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._queue.empty() or self._encoding:
+                r = await self._queue.get()
+            else:
+                left = deadline - loop.time()
+                if left <= 0:
+                    return None
+                try:
+                    r = await asyncio.wait_for(self._queue.get(), left)
+                except (asyncio.TimeoutError, TimeoutError):
+                    return None
+            if r is not None:
+                return r
 
     async def _batch_loop(self) -> None:
         assert self._queue is not None
-        queue, loop = self._queue, asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         held: list[_Request] = []  # requests with other generation settings, first in line next time
         while True:
-            first = held.pop(0) if held else await queue.get()
+            first = held.pop(0) if held else await self._next(float("inf"))
+            assert first is not None
             batch, deadline = [first], loop.time() + self.batch_wait
             for r in list(held):
                 if len(batch) < self.batch_size and r.gen_key == first.gen_key:
                     held.remove(r)
                     batch.append(r)
             while len(batch) < self.batch_size:
-                try:
-                    r = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    left = deadline - loop.time()
-                    if left <= 0:
-                        break
-                    try:
-                        r = await asyncio.wait_for(queue.get(), left)
-                    except (asyncio.TimeoutError, TimeoutError):
-                        break
-                (batch if r.gen_key == first.gen_key else held).append(r)
+                more = await self._next(deadline)
+                if more is None:
+                    break
+                (batch if more.gen_key == first.gen_key else held).append(more)
             live = [r for r in batch if not r.future.done()]
             if not live:
                 continue
             try:
                 responses = await loop.run_in_executor(self._gen_pool, self._run_batch, live)
             except Exception as e:  # never leave a caller waiting
-                responses = [Response(error=f"hf: {type(e).__name__}: {_first_line(e)}")] * len(live)
+                responses = [Response(error=f"hf: {type(e).__name__}: {first_line(e)}")] * len(live)
             for r, resp in zip(live, responses):
                 if not r.future.done():
                     r.future.set_result(resp)
@@ -365,86 +374,35 @@ class HFModel(Model):
         if len(batch) > 1:
             try:
                 return self._generate([r.inputs for r in batch], batch[0].gen_key)
-            except Exception:  # _Unbatchable, or e.g. out of memory: each prompt gets its own try
+            except WorkerDied as e:
+                return [Response(error=str(e))] * len(batch)
+            except Exception:  # Unbatchable, or e.g. out of memory: each prompt gets its own try
                 pass
         out = []
         for r in batch:
             try:
                 out.extend(self._generate([r.inputs], r.gen_key))
+            except WorkerDied as e:
+                out.append(Response(error=str(e)))
             except Exception as e:
-                out.append(Response(error=f"hf: generation failed: {type(e).__name__}: {_first_line(e)}"))
+                out.append(Response(error=f"hf: generation failed: {type(e).__name__}: {first_line(e)}"))
         return out
 
     # ---- generation (generation thread) --------------------------------------------------------
 
-    def _collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        import torch
-
-        if len(items) == 1:
-            return dict(items[0])
-        keys = set().union(*items)
-        out: dict[str, Any] = {}
-        width = max(int(it["input_ids"].shape[1]) for it in items)
-        for key in keys:
-            values = [it[key] for it in items if key in it]
-            if key in SEQUENCE_KEYS:
-                if len(values) != len(items):
-                    raise _Unbatchable(key)
-                fill = self.pad_id if key == "input_ids" else 0
-                rows = [torch.nn.functional.pad(v, (width - v.shape[1], 0), value=fill) for v in values]
-                out[key] = torch.cat(rows, dim=0)
-            elif all(isinstance(v, torch.Tensor) for v in values):
-                if len({tuple(v.shape[1:]) for v in values}) > 1:
-                    raise _Unbatchable(key)
-                out[key] = torch.cat(values, dim=0)
-            else:
-                raise _Unbatchable(key)
-        return out
-
     def _generate(self, items: list[dict[str, Any]], gen_key: tuple) -> list[Response]:
-        import torch
-
-        inputs = self._collate(items)
-        device = self.model.device
-        float_dtype = self.model.dtype
-        for k, v in inputs.items():
-            if isinstance(v, torch.Tensor):
-                inputs[k] = v.to(device, dtype=float_dtype) if v.is_floating_point() else v.to(device)
-        max_new, temperature = gen_key
-        kwargs: dict[str, Any] = {"max_new_tokens": int(max_new), "pad_token_id": self.pad_id,
-                                  "return_dict_in_generate": True, "output_logits": self.want_logprobs}
-        if temperature > 0:
-            kwargs.update(do_sample=True, temperature=temperature)
-            if self.seed is not None:
-                torch.manual_seed(int(self.seed))
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():
-            out = self.model.generate(**inputs, **kwargs)
+        """Generate for encoded prompts and read the replies (cut at the first end of sequence)."""
+        generated = self.generator.generate(items, gen_key, self.pad_id)
         self.batch_sizes.append(len(items))
-        start = inputs["input_ids"].shape[1]
-        new = out.sequences[:, start:].tolist()
-        prompt_lens = inputs["attention_mask"].sum(dim=1).tolist()
-        steps = None
-        if self.want_logprobs and out.logits:
-            # one step at a time: a (batch, steps, vocab) stack would hold GBs for long answers
-            chosen_ids = out.sequences[:, start:]
-            steps = []
-            for j, logits in enumerate(out.logits):
-                lp = logits.float().log_softmax(dim=-1)
-                top = lp.topk(min(self.top_logprobs, lp.shape[-1]), dim=-1)
-                chosen = lp.gather(1, chosen_ids[:, j:j + 1]).squeeze(1)
-                steps.append((chosen.tolist(), top.values.tolist(), top.indices.tolist()))
-        responses = []
-        for i, ids in enumerate(new):
-            n = next((j for j, t in enumerate(ids) if t in self.eos_ids), len(ids))
-            text = self.tokenizer.decode(ids[:n], skip_special_tokens=True)
-            resp = Response(text=text, usage={"prompt_tokens": int(prompt_lens[i]), "completion_tokens": n})
-            if steps is not None:
-                resp.logprobs = [self._token_logprobs(ids[j], steps[j][0][i], steps[j][1][i], steps[j][2][i])
-                                 for j in range(n)]
-            responses.append(resp)
-        return responses
+        return [self._response(g) for g in generated]
+
+    def _response(self, g: Generated) -> Response:
+        n = next((j for j, t in enumerate(g.ids) if t in self.eos_ids), len(g.ids))
+        text = self.tokenizer.decode(g.ids[:n], skip_special_tokens=True)
+        resp = Response(text=text, usage={"prompt_tokens": g.prompt_tokens, "completion_tokens": n})
+        if g.steps is not None:
+            resp.logprobs = [self._token_logprobs(g.ids[j], *g.steps[j]) for j in range(n)]
+        return resp
 
     def _token_logprobs(self, chosen: int, chosen_lp: float, values: list[float], indices: list[int]) -> dict[str, float]:
         """The generated token first, then the top alternatives (token text -> log-probability)."""
@@ -457,11 +415,9 @@ class HFModel(Model):
         if self._batcher is not None and not self._batcher.done():
             self._batcher.cancel()
         self._batcher = None
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0] if "\n" in text else text
+        close = getattr(self.generator, "close", None)
+        if close is not None:  # the generation process ends with the run
+            await asyncio.to_thread(close)
 
 
 def _chat_template_file(model_id: str) -> str | None:
