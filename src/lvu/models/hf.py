@@ -116,7 +116,7 @@ def messages_for(prompt: Prompt) -> tuple[list[dict[str, Any]], list[Any]]:
 class HFModel(Model):
     """Local transformers image-text-to-text model (`model=HF_ID`): frames as images in prompt order."""
 
-    run_neutral_args = ("batch_wait",)
+    run_neutral_args = ("batch_wait", "worker")  # the same code on the same device: equal replies (tests)
     accepts_audio = True  # when its processor takes audio: takes_audio() once loaded
 
     def __init__(self, **args: Any) -> None:

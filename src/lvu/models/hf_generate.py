@@ -84,6 +84,8 @@ class Generator:
         self._caches: dict[int, tuple[int, Any]] = {}
         """batch size -> (length, the static KV cache) reused by every compiled call of that size."""
         self._compile_config: Any = None
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        self._cache_kwarg = "cache" if (major, minor) >= (5, 24) else "past_key_values"  # renamed in 5.24
 
     # ---- batching -------------------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class Generator:
             else:  # tests on CPU: plain inductor; transformers compiles on other devices only when told to
                 self._compile_config = CompileConfig(mode="default")
                 self._compile_config._compile_all_devices = True  # private: None by default
-        return {"past_key_values": cache, "compile_config": self._compile_config}
+        return {self._cache_kwarg: cache, "compile_config": self._compile_config}
 
 
 def first_line(e: BaseException) -> str:

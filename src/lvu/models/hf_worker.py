@@ -106,8 +106,9 @@ class GeneratorProcess:
             code = self._process.wait(5)
         except subprocess.TimeoutExpired:
             code = None
-        why = " (killed: out of host memory?)" if code == -9 else ""
-        return f"hf: the generation process ended (exit code {code}{why}): {type(e).__name__}"
+        why = "killed, e.g. out of host memory" if code == -9 else f"exit code {code}"
+        return (f"hf: the generation process ended ({why}; {type(e).__name__}) — "
+                f"the run keeps what it finished: run the same command again to resume")
 
     def close(self) -> None:
         self._conn.close()
@@ -212,4 +213,7 @@ def serve(conn: Connection) -> None:
 
 
 if __name__ == "__main__":
-    serve(Connection(int(sys.argv[1])))
+    # the module's own copy of serve: pickles name lvu.models.hf_worker._Shared, not __main__._Shared
+    from lvu.models import hf_worker
+
+    hf_worker.serve(Connection(int(sys.argv[1])))
