@@ -18,9 +18,12 @@ Processors, in the order tried:
 Other families whose processor needs torchvision fail at load with a one-line error.
 
 Batching: concurrent `generate` calls (the engine's `--concurrency`) are encoded in a small
-thread pool, queued, collected into batches of up to `batch_size` prompts with the same
-generation settings (left padding), and generated one batch at a time in a dedicated thread, so
-the event loop never blocks. A batch that cannot be collated runs prompt by prompt.
+thread pool, queued, and collected into batches of up to `batch_size` prompts with the same
+generation settings (left padding); a batch waits for prompts still being encoded rather than go
+out part-full. Batches are generated one at a time by a `Generator` (lvu.models.hf_generate): in a
+dedicated thread, or on a GPU alone in its own process (lvu.models.hf_worker, `worker`), so no
+other thread of the run slows its decode loop. A batch that cannot be collated runs prompt by
+prompt. `compile=true` decodes with a static KV cache and a compiled step.
 
 Nothing is downloaded here that the user did not ask for: with `HF_HUB_OFFLINE=1` a hub id must
 already be in the Hugging Face cache. torch and transformers are imported only when the backend is
