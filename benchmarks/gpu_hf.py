@@ -61,11 +61,6 @@ OV_TINY = dict(text=dict(hidden_size=64, intermediate_size=128, num_hidden_layer
                          num_key_value_heads=2),
                vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                            image_size=56, patch_size=14))
-OV_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>\n{% else %}{{ c['text'] }}{% endif %}"
-    "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-
 OUT = Path(os.environ.get("OUT", "gpu_hf_out"))
 RES: dict[str, Any] = {"steps": {}}
 
@@ -125,43 +120,41 @@ def build_qwen(size: str, path: Path, device: str) -> dict[str, Any]:
 
 
 def build_onevision(size: str, path: Path, device: str) -> dict[str, Any]:
-    from transformers import LlavaOnevisionConfig, LlavaOnevisionForConditionalGeneration
+    from transformers import LlavaOnevisionForConditionalGeneration
 
     import tiny_vlms
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"]
-    tok = tiny_vlms.train_tokenizer(specials, pad_token="<|endoftext|>", eos_token="<|im_end|>",
-                                    extra_special_tokens={"image_token": "<image>", "video_token": "<video>"})
-    tok.chat_template = OV_TEMPLATE
+    tok = tiny_vlms.ov_tokenizer()  # Qwen-style chat template, `<image>` per frame, `<video>` special
     dims = OV_7B if size == "7b" else OV_TINY
-    text = dict(model_type="qwen2", vocab_size=len(tok), eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
-                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), **dims["text"])
-    config = LlavaOnevisionConfig(text_config=text, vision_config=dict(model_type="siglip_vision_model", **dims["vision"]),
-                                  image_token_id=tok.convert_tokens_to_ids("<image>"),
-                                  video_token_id=tok.convert_tokens_to_ids("<video>"),
-                                  vision_feature_layer=-1, vision_aspect_ratio="anyres_max_9",
-                                  image_grid_pinpoints=[[dims["vision"]["image_size"]] * 2])
-    model = _init(LlavaOnevisionForConditionalGeneration, config, device)
+    model = _init(LlavaOnevisionForConditionalGeneration, tiny_vlms.ov_config(tok, dims["text"], dims["vision"]),
+                  device)
     model.save_pretrained(path)
     tok.save_pretrained(path)
-    _save_onevision_processor(path, tok, dims["vision"]["image_size"])
+    _save_onevision_processor(path, tok, dims["vision"])
     return _sizes(model)
 
 
-def _save_onevision_processor(path: Path, tok, side: int) -> None:
-    """LLaVA-OneVision's image processor, one crop per frame (as its video path does)."""
-    from transformers import LlavaOnevisionImageProcessorPil
+def _save_onevision_processor(path: Path, tok, vision: dict[str, Any]) -> None:
+    """The PIL image processor and processor_config.json (SigLIP: (384/14)^2 = 729 tokens per crop, no CLS),
+    what AutoProcessor (with torchvision) or lvu.models.hf_processors (without) builds the processor from."""
+    import tiny_vlms
 
-    images = LlavaOnevisionImageProcessorPil(size={"height": side, "width": side}, image_grid_pinpoints=[[side, side]])
-    images.save_pretrained(path)
+    side = vision["image_size"]
+    tiny_vlms.save_ov_image_processor(path, side)
     try:  # the full processor: transformers 5 needs torchvision for its video part
-        from transformers import LlavaOnevisionProcessor, LlavaOnevisionVideoProcessor
+        from transformers import LlavaOnevisionImageProcessorPil, LlavaOnevisionProcessor, LlavaOnevisionVideoProcessor
 
-        LlavaOnevisionProcessor(image_processor=images, tokenizer=tok, video_processor=LlavaOnevisionVideoProcessor(),
-                                chat_template=OV_TEMPLATE, num_image_tokens=(side // 14) ** 2,
+        LlavaOnevisionProcessor(image_processor=LlavaOnevisionImageProcessorPil.from_pretrained(path), tokenizer=tok,
+                                video_processor=LlavaOnevisionVideoProcessor(), chat_template=tok.chat_template,
+                                num_image_tokens=(side // vision["patch_size"]) ** 2,
                                 vision_feature_select_strategy="full").save_pretrained(path)
-    except Exception as e:
-        RES.setdefault("notes", []).append(f"LlavaOnevisionProcessor not saved: {type(e).__name__}: {e}"[:300])
+    except Exception as e:  # no torchvision: the processor's own keys, written as the published checkpoint has them
+        RES.setdefault("notes", []).append(f"LlavaOnevisionProcessor not saved ({type(e).__name__}): "
+                                           "processor_config.json written by hand")
+        (path / "processor_config.json").write_text(json.dumps({
+            "processor_class": "LlavaOnevisionProcessor", "num_image_tokens": (side // vision["patch_size"]) ** 2,
+            "vision_feature_select_strategy": "full", "vision_aspect_ratio": "anyres_max_9",
+            "image_token": "<image>", "video_token": "<video>"}, indent=1))
 
 
 def _sizes(model) -> dict[str, Any]:
@@ -176,7 +169,9 @@ def _sizes(model) -> dict[str, Any]:
 
 # ---- runs and the floor ------------------------------------------------------------------------------------------
 
-TIMES = {"load_s": 0.0}
+TIMES = {"load_s": 0.0, "generate_s": 0.0, "calls": 0}
+FLOOR: dict[str, Any] = {}
+"""The floor's in-process backend and its encoded prompts, kept for the compiled floor."""
 PROMPTS: list = []
 
 
@@ -184,7 +179,7 @@ def instrument() -> None:
     """Time the backend's model load (excluded from the run's wall time) and keep every prompt."""
     from lvu.models.hf import HFModel
 
-    load, generate = HFModel._load, HFModel.generate
+    load, generate, gen = HFModel._load, HFModel.generate, HFModel._generate
 
     def timed_load(self):
         t0 = time.perf_counter()
@@ -198,25 +193,34 @@ def instrument() -> None:
             PROMPTS.append(prompt)
         return await generate(self, prompt, sample_id=sample_id)
 
-    HFModel._load, HFModel.generate = timed_load, keep
+    def timed_gen(self, items, key):  # the generation thread's wait on the Generator (or its process)
+        t0 = time.perf_counter()
+        try:
+            return gen(self, items, key)
+        finally:
+            TIMES["generate_s"] += time.perf_counter() - t0
+            TIMES["calls"] += 1
+
+    HFModel._load, HFModel.generate, HFModel._generate = timed_load, keep, timed_gen
 
 
 def lvu_run(model: str, name: str, path: Path, a, batch: int, concurrency: int, limit, **extra) -> dict[str, Any]:
     from lvu.api import run
 
-    TIMES.update(load_s=0.0, record=(name == "b1"))
+    TIMES.update(load_s=0.0, generate_s=0.0, calls=0, record=(name == "b1"))
     if name == "b1":
         PROMPTS.clear()
     t0 = time.perf_counter()
     summary = run("haystack", "hf", settings={"frames": a.ov_frames if model == "llava_onevision" else a.frames},
                   model_args={"model": str(path), "dtype": "bfloat16", "device": a.device, "batch_size": batch,
-                              **extra},
+                              "worker": a.worker, **extra},
                   results_dir=Path(a.workdir) / f"results_{model}_{name}", fresh=True, limit=limit,
                   concurrency=concurrency, show_progress=False, report=False, frame_cache=False)
     wall = time.perf_counter() - t0
     TIMES["record"] = False
     out = {"wall_s": round(wall, 2), "load_s": round(TIMES["load_s"], 2),
-           "wall_minus_load_s": round(wall - TIMES["load_s"], 2), "n": summary.n_total,
+           "wall_minus_load_s": round(wall - TIMES["load_s"], 2), "in_generate_s": round(TIMES["generate_s"], 2),
+           "generate_calls": TIMES["calls"], "n": summary.n_total,
            "failed": summary.n_failed, "errors": summary.errors[:3], "batch": batch,
            "concurrency": concurrency, **extra}
     RES.setdefault(model, {})[name] = out
@@ -249,19 +253,26 @@ def floor(model: str, path: Path, a, sizes: dict[str, Any]) -> None:
         sync()
         res[f"b{b}_s"] = round(time.perf_counter() - t0, 2)
         res["new_tokens"] = sum(len(g.ids) for g in made) / len(made)
-    if not a.no_compile:  # the compiled decode step, warmed up first: its steady per-sample time
-        backend.generator.compile = True
-        longest = max(range(len(encoded)), key=lambda i: int(encoded[i]["input_ids"].shape[1]))
-        backend.generator.generate([encoded[longest]], keys[longest], backend.pad_id)  # its cache fits all
-        sync()
-        t0 = time.perf_counter()
-        for e, k in zip(encoded, keys):
-            backend.generator.generate([e], k, backend.pad_id)
-        sync()
-        res["b1_compiled_s"] = round(time.perf_counter() - t0, 2)
     RES[model]["floor"] = res
     print(res, flush=True)
-    del backend
+    FLOOR.update(backend=backend, encoded=encoded, keys=keys)
+
+
+def compiled_floor(model: str) -> None:
+    """The compiled decode step on the same pre-encoded prompts, warmed up first: its steady time."""
+    import torch
+
+    backend, encoded, keys = FLOOR["backend"], FLOOR["encoded"], FLOOR["keys"]
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    backend.generator.compile = True
+    longest = max(range(len(encoded)), key=lambda i: int(encoded[i]["input_ids"].shape[1]))
+    backend.generator.generate([encoded[longest]], keys[longest], backend.pad_id)  # its cache fits all
+    sync()
+    t0 = time.perf_counter()
+    for e, k in zip(encoded, keys):
+        backend.generator.generate([e], k, backend.pad_id)
+    sync()
+    RES[model]["floor"]["b1_compiled_s"] = round(time.perf_counter() - t0, 2)
 
 
 def _patches(pixels, patch: int) -> float:
@@ -293,7 +304,10 @@ def bound(sizes: dict[str, Any], fl: dict[str, Any], tflops: float | None, tbs: 
 def report(model: str, b: float | None) -> None:
     data = RES.get(model, {})
     fl = data.get("floor")
-    print(f"\n{model}: run | wall-load s | floor s | ratio | s/sample | bound s | x bound")
+    print(f"\n{model}: run | wall-load s | in generate s | floor s | ratio | s/sample | bound s | x bound")
+    if not b:
+        print("  bound: n/a on cpu" if RES.get("env", {}).get("card") == "cpu"
+              else "  bound: n/a (unknown card: give --peak-tflops and --bandwidth-tbs)")
     for name in ("b1", "b8", "b1-compile"):
         r = data.get(name)
         if not r:
@@ -304,7 +318,7 @@ def report(model: str, b: float | None) -> None:
         ratio = r["wall_minus_load_s"] / ref if ref else None
         r.update(ratio=ratio and round(ratio, 3), per_sample_s=round(per, 3),
                  x_bound=b and round(per / b, 2))
-        print(f"  {name}: {r['wall_minus_load_s']:.2f} | {ref if ref else 'n/a'} | "
+        print(f"  {name}: {r['wall_minus_load_s']:.2f} | {r.get('in_generate_s', 'n/a')} | {ref if ref else 'n/a'} | "
               f"{f'{ratio:.2f}x' if ratio else 'n/a'} | {per:.3f} | {f'{b:.3f}' if b else 'n/a on cpu'} | "
               f"{f'{per / b:.2f}x' if b else 'n/a'}")
     if fl and fl.get("b1_compiled_s"):
@@ -324,7 +338,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=8, help="haystack questions per run (default 8)")
     ap.add_argument("--frames", type=int, default=32, help="frames per question for Qwen2.5-VL (default 32: ~4.5k tokens)")
     ap.add_argument("--ov-frames", type=int, default=8,
-                    help="frames per question for LLaVA-OneVision (default 8: its anyres frames are ~1.5k tokens each)")
+                    help="frames per question for LLaVA-OneVision (default 8: with several images a prompt "
+                         "takes 729 + 1 tokens per frame at 384 px, ~5.9k tokens)")
+    ap.add_argument("--worker", default="auto", choices=["auto", "process", "thread"],
+                    help="the hf backend's worker for the lvu runs (default auto: process on a GPU, thread on the CPU)")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile=true run")
     ap.add_argument("--peak-tflops", type=float, help="the card's dense bf16 TFLOP/s (default: known cards)")
     ap.add_argument("--bandwidth-tbs", type=float, help="the card's memory bandwidth in TB/s (default: known cards)")
@@ -361,10 +378,13 @@ def main() -> None:
             continue
         step(f"{model}:b1", lvu_run, model, "b1", path, a, 1, 4, a.limit)
         step(f"{model}:b8", lvu_run, model, "b8", path, a, 8, 16, a.limit)
+        if PROMPTS:  # before any compile=true run, whose compiled graphs would share this process
+            step(f"{model}:floor", floor, model, path, a, sizes)
         if not a.no_compile:
             step(f"{model}:b1-compile", lvu_run, model, "b1-compile", path, a, 1, 4, a.limit, compile=True)
-        if PROMPTS:
-            step(f"{model}:floor", floor, model, path, a, sizes)
+            if FLOOR:
+                step(f"{model}:floor-compiled", compiled_floor, model)
+        FLOOR.clear()  # frees the floor's copy of the model
         fl = RES[model].get("floor")
         b = bound(sizes, fl, tflops, tbs) if fl else None
         RES[model]["bound_s"] = b

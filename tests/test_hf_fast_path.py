@@ -174,3 +174,29 @@ def test_compiled_decoding_gives_the_eager_greedy_replies(tiny, family, monkeypa
     assert [r.usage for r in fast] == [r.usage for r in eager]
     assert len(compiled) >= 4 * 7  # every decode step after the first token ran the compiled step
     assert backend.generator.info["compile"] is True
+
+
+# ---- benchmarks/gpu_hf.py ---------------------------------------------------------------------------------------
+
+def test_the_gpu_benchmark_runs_end_to_end_on_tiny_models(tmp_path):
+    """The GPU benchmark's CPU try-out: lvu's runs, the floor and the report, every figure present."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_hf.py"
+    done = subprocess.run([sys.executable, str(script), "--size", "tiny", "--device", "cpu", "--limit", "3",
+                           "--frames", "2", "--models", "qwen2_5_vl", "--workdir", str(tmp_path / "work")],
+                          env={**os.environ, "OUT": str(tmp_path / "out")}, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads((tmp_path / "out" / "gpu_hf.json").read_text())
+    assert res["done"] and all(s["ok"] for s in res["steps"].values()), res["steps"]
+    qwen = res["qwen2_5_vl"]
+    for run_name in ("b1", "b8", "b1-compile"):
+        assert qwen[run_name]["n"] == 3 and qwen[run_name]["failed"] == 0
+        assert qwen[run_name]["ratio"] > 0 and qwen[run_name]["per_sample_s"] > 0
+    assert qwen["floor"]["b1_s"] > 0 and qwen["floor"]["b8_s"] > 0 and qwen["floor"]["b1_compiled_s"] > 0
+    assert qwen["floor"]["n"] == 3 and qwen["bound_s"] is None  # no bound on a CPU
+    assert "b1-compile:" in done.stdout and "bound n/a on cpu" in done.stdout

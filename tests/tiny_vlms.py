@@ -179,3 +179,63 @@ def build_qwen2_5_omni_thinker(path: Path) -> Path:
 
 def _plain(value):
     return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+OV_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"]
+OV_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image>\n{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}"
+    "{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""LLaVA-OneVision's (Qwen-style) template: `<image>` where each image occurs among the texts."""
+
+
+def ov_tokenizer():
+    """The Qwen-style tokenizer of LLaVA-OneVision, with its `<image>` and `<video>` specials."""
+    tok = train_tokenizer(OV_SPECIALS, pad_token="<|endoftext|>", eos_token="<|im_end|>",
+                          extra_special_tokens={"image_token": "<image>", "video_token": "<video>"})
+    tok.chat_template = OV_TEMPLATE
+    return tok
+
+
+def ov_config(tok, text: dict, vision: dict):
+    """LlavaOnevisionConfig: a Qwen2 text model, a SigLIP vision tower, one 'anyres' grid of the tower's size."""
+    from transformers import LlavaOnevisionConfig
+
+    text = dict(model_type="qwen2", vocab_size=len(tok), eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), **text)
+    side = vision["image_size"]
+    return LlavaOnevisionConfig(text_config=text, vision_config=dict(model_type="siglip_vision_model", **vision),
+                                image_token_index=tok.convert_tokens_to_ids("<image>"),
+                                video_token_index=tok.convert_tokens_to_ids("<video>"),
+                                vision_feature_layer=-1, vision_feature_select_strategy="full",
+                                image_grid_pinpoints=[[side, side], [side, 2 * side], [2 * side, side]])
+
+
+def save_ov_image_processor(path: Path, side: int) -> None:
+    """The PIL image processor only: transformers 5's LlavaOnevisionProcessor needs torchvision (video part)."""
+    from transformers import LlavaOnevisionImageProcessorPil
+
+    LlavaOnevisionImageProcessorPil(size={"height": side, "width": side}, crop_size={"height": side, "width": side},
+                                    image_grid_pinpoints=[[side, side], [side, 2 * side], [2 * side, side]]
+                                    ).save_pretrained(path)
+
+
+def build_llava_onevision(path: Path) -> Path:
+    """A tiny random LLaVA-OneVision (Qwen2 + SigLIP, 56 px tower: 16 tokens per crop) with tokenizer,
+    chat template and PIL image processor; no processor_config (lvu.models.hf_processors rebuilds it)."""
+    import torch
+    from transformers import LlavaOnevisionForConditionalGeneration
+
+    tok = ov_tokenizer()
+    config = ov_config(tok, dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                 num_key_value_heads=2),
+                       dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                            image_size=56, patch_size=14))
+    torch.manual_seed(0)
+    LlavaOnevisionForConditionalGeneration(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    save_ov_image_processor(path, 56)
+    return path
