@@ -19,7 +19,11 @@ reading the weights and the KV cache at its memory bandwidth).
 
 Everything measured is written to $OUT/gpu_hf.json (default ./gpu_hf_out) after every step, so a
 crash keeps what was measured; a step that fails is recorded with its error and the rest go on.
-docs/models/hf.md ("Measuring on a GPU") says how to run it on a GPU machine without network.
+On a GPU machine without network (docs/models/hf.md, "Measuring on a GPU", lists the wheels: the
+ones the image lacks, for its Python, ~51 MiB with PyAV), from the repository root:
+
+    pip install --no-index --no-deps --target /tmp/site .gpu-wheels/*.whl
+    PYTHONPATH=/tmp/site:src python benchmarks/gpu_hf.py
 """
 
 from __future__ import annotations

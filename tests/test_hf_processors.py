@@ -92,3 +92,34 @@ def test_wrong_token_count_is_refused(onevision):
     _, out = encode(processor, [Image.new("RGB", (96, 54))] * 3)
     with pytest.raises(ValueError):
         model.generate(**out, max_new_tokens=2, do_sample=False)
+
+
+def test_the_hf_backend_runs_llava_onevision_without_torchvision(onevision):
+    """`-m hf -a model=<llava-onevision>` loads through the rebuilt processor and batches like the others."""
+    import asyncio
+
+    import numpy as np
+
+    from lvu.models.hf import HFModel
+    from lvu.types import Frame, Prompt, Text
+
+    path, _ = onevision
+    prompts = [Prompt(parts=[Frame(image=np.full((56, 84, 3), 40 * k, np.uint8), timestamp=float(i)) for i in range(k)]
+                      + [Text(text=f"What happens first? {k}")], max_tokens=5) for k in (1, 2, 2, 3)]
+
+    def generate_all(backend):
+        async def go():
+            try:
+                return await asyncio.gather(*(backend.generate(p) for p in prompts))
+            finally:
+                await backend.close()
+        return asyncio.run(go())
+
+    one = HFModel(model=str(path))
+    assert one.identity["processor"] == "rebuilt" and one.identity["model_type"] == "llava_onevision"
+    singles = generate_all(one)
+    batched = generate_all(HFModel(model=str(path), batch_size=2))
+    assert [r.error for r in singles + batched] == [None] * 8
+    assert [r.text for r in batched] == [r.text for r in singles]
+    tokens = [r.usage["prompt_tokens"] for r in singles]
+    assert tokens[1] == tokens[2] < tokens[3]  # several frames: one base crop each (a lone frame gets anyres)

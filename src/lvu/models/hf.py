@@ -44,6 +44,7 @@ from lvu.errors import LvuError
 from lvu.models.base import Model, register_model
 from lvu.models.hf_audio import OMNI_TYPES
 from lvu.models.hf_generate import DTYPES, Generated, Generator, default_device, first_line
+from lvu.models.hf_processors import REBUILT_TYPES, chat_template_file, rebuild_processor
 from lvu.models.hf_worker import GeneratorProcess, WorkerDied
 from lvu.types import Audio, Frame, Prompt, Response, Subtitle, Text, as_rgb
 
@@ -215,10 +216,16 @@ class HFModel(Model):
         except Exception as e:  # ImportError (torchvision) or transformers' lazy-mapping AttributeError
             if self.model_type in OMNI_TYPES:
                 return self._load_omni(trust, extra)
+            if self.model_type in REBUILT_TYPES:  # LLaVA-OneVision: its processor without the video part
+                self.processor, self.kind = rebuild_processor(self.model_id, self.model_type, trust, extra), "rebuilt"
+                self.tokenizer = self.processor.tokenizer
+                self.tokenizer.padding_side = "left"
+                return None
             if self.model_type not in QWEN_TYPES:
                 raise LvuError(
                     f"hf: the processor of {self.model_id!r} ({self.model_type}) cannot load: {first_line(e)}. "
-                    f"Without torchvision lvu runs LLaVA-style processors and rebuilds Qwen2-VL/Qwen2.5-VL's"
+                    f"Without torchvision lvu runs LLaVA-style processors and rebuilds Qwen2-VL/Qwen2.5-VL's "
+                    f"and LLaVA-OneVision's"
                 ) from None
             self.processor, self.kind = None, "qwen-image-processor"
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_id, trust_remote_code=trust)
@@ -226,7 +233,7 @@ class HFModel(Model):
             self.image_token = getattr(self.tokenizer, "image_token", None) or "<|image_pad|>"
             self.image_token_id = self.tokenizer.convert_tokens_to_ids(self.image_token)
             if self.tokenizer.chat_template is None:
-                self.tokenizer.chat_template = _chat_template_file(self.model_id)
+                self.tokenizer.chat_template = chat_template_file(self.model_id)
         self.tokenizer.padding_side = "left"
 
     def _load_omni(self, trust: bool, extra: dict[str, Any]) -> None:
@@ -237,7 +244,7 @@ class HFModel(Model):
         self.omni = load_omni_parts(self.model_id, self.config, trust, extra)
         self.tokenizer = self.omni["tokenizer"]
         if self.tokenizer.chat_template is None:
-            self.tokenizer.chat_template = _chat_template_file(self.model_id)
+            self.tokenizer.chat_template = chat_template_file(self.model_id)
         self.tokenizer.padding_side = "left"
 
     def takes_audio(self) -> bool:
@@ -421,18 +428,3 @@ class HFModel(Model):
         close = getattr(self.generator, "close", None)
         if close is not None:  # the generation process ends with the run
             await asyncio.to_thread(close)
-
-
-def _chat_template_file(model_id: str) -> str | None:
-    """A chat template shipped beside the processor (chat_template.jinja / .json) when the
-    tokenizer has none — older Qwen2-VL repos keep it only there."""
-    import json
-
-    from transformers.utils import cached_file
-
-    for name in ("chat_template.jinja", "chat_template.json"):
-        path = cached_file(model_id, name, _raise_exceptions_for_missing_entries=False)
-        if path:
-            text = open(path, encoding="utf-8").read()
-            return json.loads(text)["chat_template"] if name.endswith(".json") else text
-    return None
