@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in these tests may download
 
@@ -125,6 +126,36 @@ def test_the_generation_process_reports_its_errors(tiny, tmp_path):
     backend.generator._process.kill()  # e.g. the kernel's out-of-memory killer
     (r,) = generate_all(backend, prompts(1))
     assert not r.text and "hf: the generation process ended (killed, e.g. out of host memory" in r.error
+
+
+def test_the_generation_process_ends_when_the_run_is_killed(tiny, tmp_path):
+    """kill -9 of the run's process leaves no model process behind (it would hold the GPU's memory)."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (f"from lvu.models.hf import HFModel\n"
+              f"m = HFModel(model={str(tiny['llava'])!r}, worker='process')\n"
+              f"print(m.generator._process.pid, flush=True)\n"
+              f"import time; time.sleep(600)\n")
+    run_process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(run_process.stdout.readline())
+    os.kill(run_process.pid, signal.SIGKILL)
+    run_process.wait()
+    for _ in range(300):  # the child sees its socket close and exits
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        try:
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":  # exited, not yet reaped
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the generation process outlived the run's process")
 
 
 def test_a_run_with_the_generation_process(tiny, tmp_video, tmp_path):
