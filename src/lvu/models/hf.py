@@ -133,11 +133,13 @@ class HFModel(Model):
         # Every typed argument is converted here, before torch loads (lvu.args: one-line errors).
         self.batch_size = as_int("hf", "batch_size", args.get("batch_size", 1), 1)
         self.batch_wait = as_float("hf", "batch_wait", args.get("batch_wait", 0.05), 0)
-        self.want_logprobs = as_bool("hf", "logprobs", args.get("logprobs", False))
-        self.top_logprobs = as_int("hf", "top_logprobs", args.get("top_logprobs", 5), 0)
+        # checked here for one-line errors; the Generator (maybe in its own process) uses them
+        as_bool("hf", "logprobs", args.get("logprobs", False))
+        as_int("hf", "top_logprobs", args.get("top_logprobs", 5), 0)
         self.max_new_tokens = (as_int("hf", "max_new_tokens", args["max_new_tokens"], 1)
                                if args.get("max_new_tokens") else None)
-        self.seed = None if args.get("seed") is None else as_int("hf", "seed", args["seed"])
+        if args.get("seed") is not None:
+            as_int("hf", "seed", args["seed"])
         self.trust_remote_code = as_bool("hf", "trust_remote_code", args.get("trust_remote_code", False))
         if str(args.get("dtype", "auto")) not in ("auto", *DTYPES):
             raise LvuError(f"hf: unknown dtype {args['dtype']!r}; use auto, {', '.join(sorted(set(DTYPES.values())))}")
